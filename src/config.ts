@@ -1,0 +1,193 @@
+import { isIP } from 'node:net'
+
+/** A bad setting: stops the start with one line that names the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`)
+    this.name = 'ConfigError'
+  }
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+export interface OidcConfig {
+  /** Canonical public issuer; a token's `iss` must equal it exactly. */
+  readonly issuer: string
+  /** Accepted `aud` values (any one of them is enough). */
+  readonly audiences: readonly string[]
+  /** Base URL whose `/.well-known/openid-configuration` is fetched; often an in-cluster address. */
+  readonly discoveryUrl: string
+  /** Explicit JWKS address; when set, discovery is skipped. */
+  readonly jwksUrl: string | null
+  /** Dot path to the caller's realm roles inside the token payload. */
+  readonly rolesClaim: string
+  /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
+  readonly clockToleranceS: number
+  /** Least seconds between two JWKS fetches caused by an unknown `kid`, so forged kids cannot hammer the provider. */
+  readonly jwksCooldownS: number
+  /** Seconds after which keys are re-fetched even when every `kid` is known, to notice removed keys. */
+  readonly jwksMaxAgeS: number
+}
+
+export interface Config {
+  /** TCP port to listen on. */
+  readonly port: number
+  /** Listen address; local mode only allows loopback addresses. */
+  readonly host: string
+  /** PostgreSQL connection string; null means start an embedded PostgreSQL under `.data/`. */
+  readonly databaseUrl: string | null
+  /** Session-mode connection for LISTEN (LISTEN does not work through a transaction pooler). */
+  readonly feedDatabaseUrl: string | null
+  /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
+  readonly migrate: 'auto' | 'off'
+  /** Null in local mode, where the service is its own issuer. */
+  readonly oidc: OidcConfig | null
+  /** Log one warn line per failed token verification (rate-limited). */
+  readonly authFailureLog: boolean
+  /** Verified tokens kept in memory, so repeat callers skip signature checks. */
+  readonly tokenCacheMax: number
+  readonly logLevel: LogLevel
+  /** One log line per request; off by default because it halves throughput. */
+  readonly logRequests: boolean
+}
+
+export type Env = Readonly<Record<string, string | undefined>>
+
+/** Reads and checks every setting once; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const issuer = readUrl(env, 'OIDC_ISSUER')
+  const host = readString(env, 'HOST') ?? '127.0.0.1'
+  const oidc = issuer === null ? null : readOidc(env, issuer)
+  if (oidc === null && !isLoopback(host)) {
+    throw new ConfigError(
+      'HOST',
+      `local mode (OIDC_ISSUER unset) only listens on a loopback address, got "${host}"; set OIDC_ISSUER for a real identity provider`,
+    )
+  }
+  const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
+  const feedDatabaseUrl = readPostgresUrl(env, 'FEED_DATABASE_URL') ?? databaseUrl
+  if (feedDatabaseUrl !== null && databaseUrl === null) {
+    throw new ConfigError('FEED_DATABASE_URL', 'is set but DATABASE_URL is not')
+  }
+  return Object.freeze({
+    port: readInt(env, 'PORT', 8080, 0, 65535),
+    host,
+    databaseUrl,
+    feedDatabaseUrl,
+    migrate: readChoice(env, 'MIGRATE', ['auto', 'off'] as const, 'auto'),
+    oidc,
+    authFailureLog: readBoolean(env, 'AUTH_FAILURE_LOG', true),
+    tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),
+    logLevel: readChoice(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logRequests: readBoolean(env, 'LOG_REQUESTS', false),
+  })
+}
+
+function readOidc(env: Env, issuer: string): OidcConfig {
+  const audienceText = readString(env, 'OIDC_AUDIENCE')
+  if (audienceText === null) {
+    throw new ConfigError('OIDC_AUDIENCE', 'is required when OIDC_ISSUER is set')
+  }
+  const audiences = audienceText
+    .split(',')
+    .map((audience) => audience.trim())
+    .filter((audience) => audience !== '')
+  if (audiences.length === 0) {
+    throw new ConfigError('OIDC_AUDIENCE', 'lists no audience')
+  }
+  const rolesClaim = readString(env, 'OIDC_ROLES_CLAIM') ?? 'realm_access.roles'
+  if (rolesClaim.split('.').some((part) => part === '')) {
+    throw new ConfigError('OIDC_ROLES_CLAIM', `"${rolesClaim}" is not a dot path like realm_access.roles`)
+  }
+  return Object.freeze({
+    issuer,
+    audiences: Object.freeze(audiences),
+    discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
+    jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
+    rolesClaim,
+    clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', 30, 0, 3600),
+    jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', 30, 0, 86_400),
+    jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', 600, 1, 604_800),
+  })
+}
+
+/** Unset and empty are the same: a variable set to "" in a manifest means "use the default". */
+function readString(env: Env, name: string): string | null {
+  const value = env[name]?.trim()
+  return value === undefined || value === '' ? null : value
+}
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const text = readString(env, name)
+  if (text === null) return fallback
+  if (!/^\d+$/.test(text)) {
+    throw new ConfigError(name, `"${text}" is not a whole number`)
+  }
+  const value = Number(text)
+  if (value < min || value > max) {
+    throw new ConfigError(name, `${value} is outside ${min}..${max}`)
+  }
+  return value
+}
+
+function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const text = readString(env, name)?.toLowerCase()
+  if (text === undefined) return fallback
+  if (['true', '1', 'yes', 'on'].includes(text)) return true
+  if (['false', '0', 'no', 'off'].includes(text)) return false
+  throw new ConfigError(name, `"${text}" is not true or false`)
+}
+
+function readChoice<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const text = readString(env, name)
+  if (text === null) return fallback
+  const choice = choices.find((candidate) => candidate === text.toLowerCase())
+  if (choice === undefined) {
+    throw new ConfigError(name, `"${text}" is not one of ${choices.join(', ')}`)
+  }
+  return choice
+}
+
+function readUrl(env: Env, name: string): string | null {
+  const text = readString(env, name)
+  if (text === null) return null
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(name, `"${text}" is not a URL`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(name, `"${text}" is not an http(s) URL`)
+  }
+  return text
+}
+
+/** Checks the shape only; never echoes the value, which may hold a password. */
+function readPostgresUrl(env: Env, name: string): string | null {
+  const text = readString(env, name)
+  if (text === null) return null
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(name, 'is not a URL (expected postgres://user:password@host:port/database)')
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${url.protocol}//`)
+  }
+  return text
+}
+
+/** Loopback addresses and names that only resolve to loopback. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return true
+  if (isIP(bare) === 4) return bare.startsWith('127.')
+  if (isIP(bare) === 6) return bare === '::1' || bare === '0:0:0:0:0:0:0:1'
+  return false
+}

@@ -1,0 +1,16 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * A short, content-derived tag: the same bytes give the same tag on every
+ * instance and after every restart. 120 bits of SHA-256 are far more than
+ * enough to tell versions of one response apart, and keep ETags short.
+ */
+export function contentTag(...parts: readonly (Buffer | string)[]): string {
+  const hash = createHash('sha256')
+  for (const part of parts) {
+    hash.update(part)
+    // A separator, so that ("ab", "c") and ("a", "bc") differ.
+    hash.update('\0')
+  }
+  return hash.digest('base64url').slice(0, 20)
+}

@@ -1,0 +1,101 @@
+/** The four zones of the page frame, in the order the response lists them. */
+export const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
+export type Zone = (typeof ZONES)[number]
+
+export const MENU_KINDS = ['link', 'search', 'action'] as const
+export type MenuKind = (typeof MENU_KINDS)[number]
+
+/** One row of `shell.apps`, as the loader reads it. */
+export interface AppRow {
+  readonly appKey: string
+  readonly name: string
+  readonly description: string | null
+  readonly homeUrl: string | null
+}
+
+/** One row of `shell.branding`. */
+export interface BrandingRow {
+  readonly appKey: string
+  readonly productName: string | null
+  readonly logoUrl: string | null
+  readonly faviconUrl: string | null
+  readonly primaryColor: string | null
+  readonly accentColor: string | null
+  readonly footerText: string | null
+  /** Parsed jsonb; any JSON value the database holds. */
+  readonly theme: unknown
+}
+
+/** One row of `shell.menu_items`. Ids are bigint in the database, carried as decimal strings. */
+export interface MenuItemRow {
+  readonly id: string
+  readonly appKey: string
+  readonly itemKey: string
+  readonly zone: Zone
+  readonly parentId: string | null
+  readonly position: number
+  readonly kind: MenuKind
+  readonly label: string
+  readonly icon: string | null
+  readonly href: string | null
+  readonly external: boolean
+}
+
+/** One row of `shell.menu_role_grants`. */
+export interface GrantRow {
+  readonly menuItemId: string
+  readonly role: string
+}
+
+/** Everything one consistent read of the database returns. */
+export interface SnapshotRows {
+  readonly apps: readonly AppRow[]
+  readonly branding: readonly BrandingRow[]
+  readonly menuItems: readonly MenuItemRow[]
+  readonly grants: readonly GrantRow[]
+}
+
+/** A precomputed response: its bytes and its strong ETag (quotes included). */
+export interface RenderedBody {
+  readonly body: Buffer
+  readonly etag: string
+}
+
+/**
+ * The shell response of one app for one role-set key, split around the `user`
+ * block so that the caller's block is spliced in without re-serializing:
+ * body = head + userBlock + tail.
+ */
+export interface ShellVariant {
+  readonly roleSetKey: string
+  /** `{"app":{...},"branding":{...},"user":` */
+  readonly head: Buffer
+  /** `,"menus":{...}}` */
+  readonly tail: Buffer
+  /** Short hash of head and tail, content-derived; combined with the caller's tag into the ETag. */
+  readonly tag: string
+}
+
+export interface AppView {
+  readonly key: string
+  /** Every role granted on any item of the app. */
+  readonly grantedRoles: ReadonlySet<string>
+  /**
+   * The sorted intersection of the caller's roles with the app's granted
+   * roles, joined with ",": callers with the same key see the same items.
+   */
+  roleSetKey(callerRoles: readonly string[]): string
+  /** The response variant for these caller roles, rendered once per snapshot and memoized. */
+  variant(callerRoles: readonly string[]): ShellVariant
+}
+
+/** One immutable view of the whole database; swapped whole on every reload. */
+export interface Snapshot {
+  /** Hash of the content alone: independent of row ids, row order and time. */
+  readonly version: string
+  readonly loadedAt: Date
+  readonly appCount: number
+  /** `GET /api/v1/apps`, rendered at build time. */
+  readonly appsInventory: RenderedBody
+  app(appKey: string): AppView | undefined
+}

@@ -1,0 +1,76 @@
+import t from 'tap'
+import { ConfigError, isLoopback, loadConfig } from '../../src/config.js'
+
+t.test('defaults give local mode on loopback with the embedded database', async (t) => {
+  const config = loadConfig({})
+  t.equal(config.port, 8080)
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.databaseUrl, null)
+  t.equal(config.oidc, null)
+  t.equal(config.migrate, 'auto')
+  t.equal(config.authFailureLog, true)
+  t.equal(config.tokenCacheMax, 10_000)
+  t.equal(config.logRequests, false)
+  t.ok(Object.isFrozen(config))
+})
+
+t.test('a real issuer needs an audience and fills the other OIDC settings', async (t) => {
+  t.throws(() => loadConfig({ OIDC_ISSUER: 'https://id.example/realms/x' }), {
+    name: 'ConfigError',
+    variable: 'OIDC_AUDIENCE',
+  })
+  const config = loadConfig({
+    OIDC_ISSUER: 'https://id.example/realms/x',
+    OIDC_AUDIENCE: 'shell, other ,',
+    HOST: '0.0.0.0',
+  })
+  t.same(config.oidc?.audiences, ['shell', 'other'])
+  t.equal(config.oidc?.discoveryUrl, 'https://id.example/realms/x')
+  t.equal(config.oidc?.jwksUrl, null)
+  t.equal(config.oidc?.rolesClaim, 'realm_access.roles')
+  t.equal(config.oidc?.clockToleranceS, 30)
+  t.equal(config.oidc?.jwksCooldownS, 30)
+  t.equal(config.oidc?.jwksMaxAgeS, 600)
+})
+
+t.test('every bad value names its variable', async (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ MIGRATE: 'sometimes' }, 'MIGRATE'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ LOG_REQUESTS: 'maybe' }, 'LOG_REQUESTS'],
+    [{ AUTH_FAILURE_LOG: 'perhaps' }, 'AUTH_FAILURE_LOG'],
+    [{ TOKEN_CACHE_MAX: '0' }, 'TOKEN_CACHE_MAX'],
+    [{ DATABASE_URL: 'mysql://x@y/z' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+    [{ FEED_DATABASE_URL: 'postgres://a@b/c' }, 'FEED_DATABASE_URL'],
+    [{ OIDC_ISSUER: 'issuer' }, 'OIDC_ISSUER'],
+    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: ' , ' }, 'OIDC_AUDIENCE'],
+    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_JWKS_URL: 'ftp://x' }, 'OIDC_JWKS_URL'],
+    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_CLOCK_TOLERANCE_S: '-1' }, 'OIDC_CLOCK_TOLERANCE_S'],
+    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: 'a..b' }, 'OIDC_ROLES_CLAIM'],
+    [{ HOST: '0.0.0.0' }, 'HOST'],
+  ]
+  for (const [env, variable] of cases) {
+    try {
+      loadConfig(env)
+      t.fail(`accepted ${JSON.stringify(env)}`)
+    } catch (error) {
+      t.ok(error instanceof ConfigError, `${variable} gives a ConfigError`)
+      t.equal((error as ConfigError).variable, variable)
+      t.match((error as Error).message, new RegExp(`^${variable}: `))
+      t.notOk((error as Error).message.includes('\n'), 'one line')
+    }
+  }
+})
+
+t.test('a database URL is never echoed in the error', async (t) => {
+  const error = t.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:secret@db/x' }))
+  t.notOk(String((error as Error).message).includes('secret'))
+})
+
+t.test('loopback detection', async (t) => {
+  for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) t.ok(isLoopback(host), host)
+  for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com']) t.notOk(isLoopback(host), host)
+})
