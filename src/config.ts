@@ -12,7 +12,15 @@ export class ConfigError extends Error {
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const LOG_LEVELS: readonly LogLevel[] = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+]
 
 export interface OidcConfig {
   /** Canonical public issuer; a token's `iss` must equal it exactly. */
@@ -101,7 +109,10 @@ function readOidc(env: Env, issuer: string): OidcConfig {
   }
   const rolesClaim = readString(env, 'OIDC_ROLES_CLAIM') ?? 'realm_access.roles'
   if (rolesClaim.split('.').some((part) => part === '')) {
-    throw new ConfigError('OIDC_ROLES_CLAIM', `"${rolesClaim}" is not a dot path like realm_access.roles`)
+    throw new ConfigError(
+      'OIDC_ROLES_CLAIM',
+      `"${rolesClaim}" is not a dot path like realm_access.roles`,
+    )
   }
   return Object.freeze({
     issuer,
@@ -142,7 +153,12 @@ function readBoolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `"${text}" is not true or false`)
 }
 
-function readChoice<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+function readChoice<T extends string>(
+  env: Env,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+): T {
   const text = readString(env, name)
   if (text === null) return fallback
   const choice = choices.find((candidate) => candidate === text.toLowerCase())
@@ -175,10 +191,16 @@ function readPostgresUrl(env: Env, name: string): string | null {
   try {
     url = new URL(text)
   } catch {
-    throw new ConfigError(name, 'is not a URL (expected postgres://user:password@host:port/database)')
+    throw new ConfigError(
+      name,
+      'is not a URL (expected postgres://user:password@host:port/database)',
+    )
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${url.protocol}//`)
+    throw new ConfigError(
+      name,
+      `scheme must be postgres:// or postgresql://, got ${url.protocol}//`,
+    )
   }
   return text
 }

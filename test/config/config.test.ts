@@ -48,8 +48,14 @@ t.test('every bad value names its variable', async (t) => {
     [{ OIDC_ISSUER: 'issuer' }, 'OIDC_ISSUER'],
     [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: ' , ' }, 'OIDC_AUDIENCE'],
     [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_JWKS_URL: 'ftp://x' }, 'OIDC_JWKS_URL'],
-    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_CLOCK_TOLERANCE_S: '-1' }, 'OIDC_CLOCK_TOLERANCE_S'],
-    [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: 'a..b' }, 'OIDC_ROLES_CLAIM'],
+    [
+      { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_CLOCK_TOLERANCE_S: '-1' },
+      'OIDC_CLOCK_TOLERANCE_S',
+    ],
+    [
+      { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: 'a..b' },
+      'OIDC_ROLES_CLAIM',
+    ],
     [{ HOST: '0.0.0.0' }, 'HOST'],
   ]
   for (const [env, variable] of cases) {
@@ -71,6 +77,7 @@ t.test('a database URL is never echoed in the error', async (t) => {
 })
 
 t.test('loopback detection', async (t) => {
-  for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) t.ok(isLoopback(host), host)
+  for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'])
+    t.ok(isLoopback(host), host)
   for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com']) t.notOk(isLoopback(host), host)
 })

@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+/**
+ * `shell-data`: the operator's commands (contract, section 2). Each prints
+ * its result on stdout, problems on stderr, and exits 1 on failure.
+ */
+import pino from 'pino'
+import { ConfigError, loadConfig } from '../config.js'
+import { runExport } from './export-command.js'
+import { runImport } from './import-command.js'
+import { runMigrate } from './migrate-command.js'
+import { runToken } from './token-command.js'
+
+const USAGE = `usage:
+  shell-data migrate                 apply sql/ migrations
+  shell-data import FILE...          apply app definitions (all files are checked before anything is written)
+  shell-data export [APP_KEY]        print app definitions in the import format
+  shell-data token [--sub S] [--roles a,b] [--ttl 1h]
+                                     local mode only: print a token the local issuer signed`
+
+const commands: Record<string, (args: string[], context: CommandContext) => Promise<number>> = {
+  migrate: runMigrate,
+  import: runImport,
+  export: runExport,
+  token: runToken,
+}
+
+export interface CommandContext {
+  readonly config: ReturnType<typeof loadConfig>
+  readonly logger: pino.Logger
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return name === undefined ? 1 : 0
+  }
+  const command = commands[name]
+  if (command === undefined) {
+    process.stderr.write(`shell-data: unknown command "${name}"\n${USAGE}\n`)
+    return 1
+  }
+  let config: ReturnType<typeof loadConfig>
+  try {
+    config = loadConfig()
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`shell-data: ${error.message}\n`)
+      return 1
+    }
+    throw error
+  }
+  // The CLI speaks on stdout; its log (embedded PostgreSQL, migrations) goes to stderr and stays quiet unless asked.
+  const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2))
+  return command(args, { config, logger })
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (error: unknown) => {
+    process.stderr.write(`shell-data: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exitCode = 1
+  },
+)

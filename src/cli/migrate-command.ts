@@ -1,0 +1,20 @@
+import { migrateDatabase } from '../db/migrate.js'
+import type { CommandContext } from './main.js'
+import { withDatabase } from './with-database.js'
+
+export async function runMigrate(args: string[], context: CommandContext): Promise<number> {
+  if (args.length > 0) {
+    process.stderr.write('shell-data migrate: takes no arguments\n')
+    return 1
+  }
+  const result = await withDatabase(context, (sql) =>
+    migrateDatabase(sql, { logger: context.logger }),
+  )
+  for (const name of result.applied) process.stdout.write(`applied ${name}\n`)
+  process.stdout.write(
+    result.applied.length === 0
+      ? 'schema is up to date\n'
+      : `${result.applied.length} migration(s) applied\n`,
+  )
+  return 0
+}

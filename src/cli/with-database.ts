@@ -1,0 +1,32 @@
+import { connectDatabase, type Sql } from '../db/connect.js'
+import { migrateDatabase } from '../db/migrate.js'
+import { locateDatabase } from '../db/open-database.js'
+import type { CommandContext } from './main.js'
+
+/** SQLSTATEs meaning the schema is not there yet: undefined_table, invalid_schema_name. */
+const MISSING_SCHEMA_CODES = new Set(['42P01', '3F000'])
+
+/**
+ * Runs `work` with a pool on the configured database (the embedded one when
+ * DATABASE_URL is unset, migrated first since it is ours), and closes
+ * everything afterwards, whatever happens.
+ */
+export async function withDatabase<T>(
+  context: CommandContext,
+  work: (sql: Sql) => Promise<T>,
+): Promise<T> {
+  const location = await locateDatabase(context.config.databaseUrl, context.logger)
+  const sql = connectDatabase(location.url, { max: 2, applicationName: 'shell-data-cli' })
+  try {
+    if (location.embedded) await migrateDatabase(sql, { logger: context.logger })
+    return await work(sql)
+  } catch (error) {
+    if (MISSING_SCHEMA_CODES.has((error as { code?: string }).code ?? '')) {
+      throw new Error('the shell schema is not in this database; run `shell-data migrate` first')
+    }
+    throw error
+  } finally {
+    await sql.end({ timeout: 5 })
+    await location.stop()
+  }
+}

@@ -1,0 +1,23 @@
+import postgres from 'postgres'
+
+export type Sql = postgres.Sql
+
+export interface ConnectOptions {
+  /** Pool size; the service reads the database only on reloads, so a few connections are plenty. */
+  readonly max?: number
+  /** Shown in pg_stat_activity, so an operator can tell the service's connections apart. */
+  readonly applicationName?: string
+}
+
+/** A postgres.js pool with the service's settings: quiet notices, bigint ids kept as strings. */
+export function connectDatabase(url: string, options: ConnectOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 4,
+    // Idle connections are closed so that a replica does not hold slots it rarely uses.
+    idle_timeout: 60,
+    // Fail fast when the database is unreachable; callers retry with backoff.
+    connect_timeout: 10,
+    onnotice: () => {},
+    connection: { application_name: options.applicationName ?? 'shell-data' },
+  })
+}

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto'
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Logger } from 'pino'
+import type { Sql } from './connect.js'
+
+/** Numbered migration files: `001_schema.sql`, `002_...sql`; applied in name order. */
+const MIGRATION_FILE = /^\d{3,}_[a-z0-9_-]+\.sql$/
+
+/**
+ * One advisory lock key for every instance of the service, so two instances
+ * starting at once take turns: the second finds the files applied and skips
+ * them. The number is arbitrary but fixed ("shell" in ASCII).
+ */
+const MIGRATION_LOCK_KEY = 0x7368656c6c
+
+export class MigrationError extends Error {
+  override name = 'MigrationError'
+}
+
+export interface MigrationFile {
+  readonly name: string
+  readonly sql: string
+  readonly checksum: string
+}
+
+export interface MigrationResult {
+  readonly applied: readonly string[]
+  readonly alreadyApplied: readonly string[]
+}
+
+export const MIGRATIONS_DIR = new URL('../../sql/', import.meta.url)
+
+export async function readMigrationFiles(
+  dir: string | URL = MIGRATIONS_DIR,
+): Promise<MigrationFile[]> {
+  const names = (await readdir(dir)).filter((name) => MIGRATION_FILE.test(name)).sort()
+  return Promise.all(
+    names.map(async (name) => {
+      const sql = await readFile(join(dir instanceof URL ? dir.pathname : dir, name), 'utf8')
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') }
+    }),
+  )
+}
+
+/**
+ * Applies pending migrations, each in its own transaction under a
+ * transaction-scoped advisory lock, and refuses to go on when a file that was
+ * applied has been edited since (its checksum no longer matches).
+ */
+export async function migrateDatabase(
+  sql: Sql,
+  options: { logger?: Logger; dir?: string | URL } = {},
+): Promise<MigrationResult> {
+  const files = await readMigrationFiles(options.dir)
+  const applied: string[] = []
+  const alreadyApplied: string[] = []
+  for (const file of files) {
+    const outcome = await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`
+      await tx.unsafe(`
+        create schema if not exists shell;
+        create table if not exists shell.schema_migrations (
+          name       text primary key,
+          checksum   text not null,
+          applied_at timestamptz not null default now()
+        )`)
+      const [record] = await tx<{ checksum: string }[]>`
+        select checksum from shell.schema_migrations where name = ${file.name}`
+      if (record !== undefined) {
+        if (record.checksum !== file.checksum) {
+          throw new MigrationError(
+            `migration ${file.name} was edited after it was applied (checksum ${record.checksum.slice(0, 12)} in the database, ${file.checksum.slice(0, 12)} on disk); add a new migration instead of editing an applied one`,
+          )
+        }
+        return 'already-applied' as const
+      }
+      await tx.unsafe(file.sql)
+      await tx`insert into shell.schema_migrations (name, checksum) values (${file.name}, ${file.checksum})`
+      return 'applied' as const
+    })
+    if (outcome === 'applied') {
+      applied.push(file.name)
+      options.logger?.info({ migration: file.name }, 'migration applied')
+    } else {
+      alreadyApplied.push(file.name)
+    }
+  }
+  return { applied, alreadyApplied }
+}

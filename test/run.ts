@@ -1,0 +1,53 @@
+/**
+ * `npm test`: finds a PostgreSQL (section 9 of the contract), builds the
+ * migrated template database once, runs tap with it, and stops everything it
+ * started. Arguments are passed to tap, e.g. `node --import tsx test/run.ts test/db`.
+ */
+import { spawn } from 'node:child_process'
+import postgres from 'postgres'
+import { migrateDatabase } from '../src/db/migrate.js'
+import { TEMPLATE_DATABASE, withDatabase } from './helpers/database.js'
+import { startTestPostgres } from './helpers/test-postgres.js'
+
+const server = await startTestPostgres()
+process.stdout.write(`# test PostgreSQL: ${server.source}\n`)
+let exitCode = 1
+try {
+  await buildTemplate(server.adminUrl)
+  exitCode = await runTap(process.argv.slice(2), server.adminUrl)
+} finally {
+  await server.stop()
+}
+process.exit(exitCode)
+
+async function buildTemplate(adminUrl: string): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  try {
+    await admin.unsafe(`drop database if exists "${TEMPLATE_DATABASE}" with (force)`)
+    await admin.unsafe(`create database "${TEMPLATE_DATABASE}"`)
+  } finally {
+    await admin.end()
+  }
+  const template = postgres(withDatabase(adminUrl, TEMPLATE_DATABASE), {
+    max: 1,
+    onnotice: () => {},
+  })
+  try {
+    await migrateDatabase(template)
+  } finally {
+    await template.end()
+  }
+}
+
+function runTap(args: string[], adminUrl: string): Promise<number> {
+  return new Promise((resolve) => {
+    const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', ...args], {
+      stdio: 'inherit',
+      env: { ...process.env, SHELL_TEST_ADMIN_URL: adminUrl },
+    })
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => tap.kill(signal))
+    }
+    tap.on('close', (code) => resolve(code ?? 1))
+  })
+}
