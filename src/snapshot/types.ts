@@ -78,11 +78,19 @@ export interface ShellVariant {
 
 export interface AppView {
   readonly key: string
-  /** Every role granted on any item of the app. */
+  /**
+   * Every role granted on any item of the app that a root leads to (items
+   * cut off by a missing parent or a cycle are never shown, so their grants
+   * cannot matter). Immutable: `add`, `delete` and `clear` throw.
+   */
   readonly grantedRoles: ReadonlySet<string>
   /**
    * The sorted intersection of the caller's roles with the app's granted
    * roles, joined with ",": callers with the same key see the same items.
+   * Expects the caller's roles de-duplicated and sorted, as the auth layer
+   * delivers them. If some granted role of the app is empty or contains ",",
+   * the key is the JSON array of the intersection instead, so that different
+   * intersections never share a key (see role-set.ts).
    */
   roleSetKey(callerRoles: readonly string[]): string
   /** The response variant for these caller roles, rendered once per snapshot and memoized. */

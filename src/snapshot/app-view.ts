@@ -1,0 +1,39 @@
+import type { LRUCache } from 'lru-cache'
+import { ImmutableSet } from './immutable-set.js'
+import type { MenuTrees } from './menu-tree.js'
+import { renderShellVariant } from './render.js'
+import { createRoleSetKeyFunction, intersectRoles } from './role-set.js'
+import type { AppView, ShellVariant } from './types.js'
+
+/** Variants of every app of one snapshot, keyed by `appKey + "\0" + roleSetKey`. */
+export type VariantCache = LRUCache<string, ShellVariant>
+
+/**
+ * The request-time face of one app. Everything that does not depend on the
+ * caller (the head, the trees, the fixed JSON of grant-free subtrees) is
+ * ready; a variant is rendered on the first request of its role set.
+ */
+export function createAppView(
+  appKey: string,
+  head: Buffer,
+  menus: MenuTrees,
+  variants: VariantCache,
+): AppView {
+  const grantedRoles: ReadonlySet<string> = new ImmutableSet(menus.grantedRoles)
+  const roleSetKey = createRoleSetKeyFunction(grantedRoles)
+  // App keys match ^[a-z0-9][a-z0-9-]*$, so "\0" cannot occur in them.
+  const cacheKeyPrefix = `${appKey}\0`
+
+  const variant = (callerRoles: readonly string[]): ShellVariant => {
+    const key = roleSetKey(callerRoles)
+    const cacheKey = cacheKeyPrefix + key
+    const cached = variants.get(cacheKey)
+    if (cached !== undefined) return cached
+    const relevantRoles = new Set(intersectRoles(callerRoles, grantedRoles))
+    const rendered = renderShellVariant(key, head, menus.roots, relevantRoles)
+    variants.set(cacheKey, rendered)
+    return rendered
+  }
+
+  return Object.freeze({ key: appKey, grantedRoles, roleSetKey, variant })
+}

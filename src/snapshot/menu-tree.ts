@@ -1,0 +1,114 @@
+import { renderItemOpenJson } from './render.js'
+import { type MenuItemRow, ZONES, type Zone } from './types.js'
+
+/** One reachable menu item, its children in display order, and its JSON serialized once. */
+export interface MenuNode {
+  readonly row: MenuItemRow
+  /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
+  readonly grants: readonly string[]
+  readonly children: readonly MenuNode[]
+  /** `{"id":…,"external":…,"children":[`: everything of the item but its children. */
+  readonly openJson: string
+  /**
+   * The whole subtree's JSON when no item in it has a grant: its rendering
+   * cannot depend on the caller, so variants copy it instead of walking it.
+   */
+  readonly fixedJson: string | null
+}
+
+/** An item that no root leads to: its parent is missing, in another zone, or in a cycle. */
+export interface UnreachableItem {
+  readonly row: MenuItemRow
+  readonly parentItemKey: string | null
+  readonly grants: readonly string[]
+}
+
+export interface MenuTrees {
+  readonly roots: ReadonlyMap<Zone, readonly MenuNode[]>
+  /** Roles granted on reachable items: the only roles that can change what a caller sees. */
+  readonly grantedRoles: ReadonlySet<string>
+  /** Kept for the snapshot version only; never shown. */
+  readonly unreachable: readonly UnreachableItem[]
+}
+
+const NO_GRANTS: readonly string[] = Object.freeze([])
+const NO_NODES: readonly MenuNode[] = Object.freeze([])
+
+/**
+ * Builds the four zone trees of one app, ordered by position, then id, at
+ * every level. Items that no root leads to are set aside rather than
+ * rejected: the database forbids them, and a reload must not fail on them.
+ */
+export function buildMenuTrees(
+  items: readonly MenuItemRow[],
+  /** Each item's granted roles, distinct and sorted. */
+  grantsByItemId: ReadonlyMap<string, readonly string[]>,
+): MenuTrees {
+  const itemsById = new Map<string, MenuItemRow>()
+  for (const item of items) itemsById.set(item.id, item)
+
+  const rootRows = new Map<Zone, MenuItemRow[]>(ZONES.map((zone) => [zone, []]))
+  const childRowsByParentId = new Map<string, MenuItemRow[]>()
+  for (const item of items) {
+    if (item.parentId === null) {
+      rootRows.get(item.zone)?.push(item)
+      continue
+    }
+    const parent = itemsById.get(item.parentId)
+    if (parent === undefined || parent.zone !== item.zone) continue
+    const siblings = childRowsByParentId.get(parent.id)
+    if (siblings === undefined) childRowsByParentId.set(parent.id, [item])
+    else siblings.push(item)
+  }
+
+  // Each row is placed once, even if duplicate ids would lead to it twice.
+  const placed = new Set<MenuItemRow>()
+  const grantedRoles = new Set<string>()
+
+  const buildNodes = (rows: MenuItemRow[] | undefined): readonly MenuNode[] => {
+    if (rows === undefined) return NO_NODES
+    const nodes: MenuNode[] = []
+    // In place: the sibling arrays were made for this function alone.
+    for (const row of rows.sort(compareMenuRows)) {
+      if (placed.has(row)) continue
+      placed.add(row)
+      nodes.push(buildNode(row))
+    }
+    return Object.freeze(nodes)
+  }
+
+  const buildNode = (row: MenuItemRow): MenuNode => {
+    const grants = grantsByItemId.get(row.id) ?? NO_GRANTS
+    for (const role of grants) grantedRoles.add(role)
+    const children = buildNodes(childRowsByParentId.get(row.id))
+    const openJson = renderItemOpenJson(row)
+    const fixedJson =
+      grants.length === 0 && children.every((child) => child.fixedJson !== null)
+        ? `${openJson}${children.map((child) => child.fixedJson).join(',')}]}`
+        : null
+    return Object.freeze({ row, grants, children, openJson, fixedJson })
+  }
+
+  const roots = new Map<Zone, readonly MenuNode[]>()
+  for (const [zone, rows] of rootRows) roots.set(zone, buildNodes(rows))
+
+  const unreachable = items
+    .filter((row) => !placed.has(row))
+    .map((row) => ({
+      row,
+      parentItemKey: row.parentId === null ? null : (itemsById.get(row.parentId)?.itemKey ?? null),
+      grants: grantsByItemId.get(row.id) ?? NO_GRANTS,
+    }))
+  return { roots, grantedRoles, unreachable }
+}
+
+/** Display order: position, then id as a number (ids are bigint decimal strings). */
+export function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
+  return a.position - b.position || compareDecimalIds(a.id, b.id)
+}
+
+function compareDecimalIds(a: string, b: string): number {
+  // Identity columns never have leading zeros, so a longer id is a larger one.
+  if (a.length !== b.length) return a.length - b.length
+  return a < b ? -1 : a > b ? 1 : 0
+}

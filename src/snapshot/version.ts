@@ -1,0 +1,77 @@
+import { contentTag } from '../content-tag.js'
+import type { MenuNode, MenuTrees, UnreachableItem } from './menu-tree.js'
+import { type AppRow, type BrandingRow, ZONES } from './types.js'
+
+/** What one app contributes to the snapshot version. */
+export interface VersionedApp {
+  readonly app: AppRow
+  readonly branding: BrandingRow | undefined
+  readonly menus: MenuTrees
+}
+
+/**
+ * A hash of the whole content, as it is and not as it is shown: a grant, a
+ * branding row equal to the fallback, or an unreachable item all count.
+ * Items are named by item_key and placed by their tree position (which
+ * already encodes the order by position, then id), so row ids, row order and
+ * load time never change the version.
+ */
+export function computeSnapshotVersion(appsByKey: readonly VersionedApp[]): string {
+  return contentTag(`[${appsByKey.map(describeApp).join(',')}]`)
+}
+
+// The descriptions are JSON built from the fragments the renderer already
+// serialized (an item's openJson), which keeps hashing a 50,000-item
+// snapshot cheap; JSON's quoting keeps every field unambiguous.
+
+function describeApp({ app, branding, menus }: VersionedApp): string {
+  const appFields = JSON.stringify([
+    app.appKey,
+    app.name,
+    app.description,
+    app.homeUrl,
+    branding === undefined
+      ? null
+      : [
+          branding.productName,
+          branding.logoUrl,
+          branding.faviconUrl,
+          branding.primaryColor,
+          branding.accentColor,
+          branding.footerText,
+          branding.theme ?? null,
+        ],
+  ])
+  const zones = ZONES.map((zone) => `[${describeNodes(menus.roots.get(zone) ?? [])}]`)
+  const unreachable = JSON.stringify(
+    [...menus.unreachable].sort(compareByItemKey).map(describeUnreachable),
+  )
+  return `[${appFields},${zones.join(',')},${unreachable}]`
+}
+
+function describeNodes(nodes: readonly MenuNode[]): string {
+  return nodes.map(describeNode).join(',')
+}
+
+function describeNode({ row, grants, openJson, children }: MenuNode): string {
+  return `[${JSON.stringify(row.position)},${JSON.stringify(grants)},${openJson}${describeNodes(children)}]}]`
+}
+
+function describeUnreachable({ row, parentItemKey, grants }: UnreachableItem): unknown {
+  return [
+    row.itemKey,
+    row.zone,
+    parentItemKey,
+    row.position,
+    row.kind,
+    row.label,
+    row.icon,
+    row.href,
+    row.external,
+    grants,
+  ]
+}
+
+function compareByItemKey(a: UnreachableItem, b: UnreachableItem): number {
+  return a.row.itemKey < b.row.itemKey ? -1 : a.row.itemKey > b.row.itemKey ? 1 : 0
+}

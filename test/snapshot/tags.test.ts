@@ -1,0 +1,230 @@
+import t from 'tap'
+import { buildSnapshot } from '../../src/snapshot/build.js'
+import type { GrantRow, MenuItemRow, Snapshot, SnapshotRows } from '../../src/snapshot/types.js'
+import { appRow, brandingRow, grantRows, itemRow, requireApp } from './rows.js'
+
+/** Two apps, nested items with distinct positions among siblings, grants, branding. */
+function contentRows(): SnapshotRows {
+  return {
+    apps: [appRow('crm', { name: 'CRM' }), appRow('billing', { description: 'Invoices' })],
+    branding: [brandingRow('crm', { productName: 'Sales', theme: { accent: 'blue' } })],
+    menuItems: [
+      itemRow('1', 'dashboard'),
+      itemRow('2', 'sales', { position: 1, href: null }),
+      itemRow('3', 'leads', { parentId: '2' }),
+      itemRow('4', 'deals', { parentId: '2', position: 1 }),
+      itemRow('5', 'reports', { position: 2 }),
+      itemRow('6', 'search', { zone: 'topbar', kind: 'search', href: null }),
+      itemRow('7', 'invoices', { appKey: 'billing' }),
+      itemRow('8', 'refunds', { appKey: 'billing', position: 1 }),
+    ],
+    grants: [
+      ...grantRows('3', 'crm-sales'),
+      ...grantRows('4', 'crm-sales', 'crm-manager'),
+      ...grantRows('5', 'crm-manager'),
+      ...grantRows('8', 'billing-admin'),
+    ],
+  }
+}
+
+/** Same content: rows reversed, ids renumbered in the opposite order. */
+function renumberedRows(rows: SnapshotRows): SnapshotRows {
+  const renumber = (id: string) => String(1000n - BigInt(id))
+  const menuItems = rows.menuItems.map(
+    (item): MenuItemRow => ({
+      ...item,
+      id: renumber(item.id),
+      parentId: item.parentId === null ? null : renumber(item.parentId),
+    }),
+  )
+  const grants = rows.grants.map(
+    (grant): GrantRow => ({ ...grant, menuItemId: renumber(grant.menuItemId) }),
+  )
+  return {
+    apps: [...rows.apps].reverse(),
+    branding: [...rows.branding].reverse(),
+    menuItems: menuItems.reverse(),
+    grants: grants.reverse(),
+  }
+}
+
+const callers: string[][] = [[], ['crm-sales'], ['crm-manager'], ['billing-admin', 'crm-sales']]
+
+function variantTags(snapshot: Snapshot): string[] {
+  return ['crm', 'billing'].flatMap((appKey) =>
+    callers.map((roles) => requireApp(snapshot, appKey).variant(roles).tag),
+  )
+}
+
+function withItem(rows: SnapshotRows, itemKey: string, fields: Partial<MenuItemRow>): SnapshotRows {
+  return {
+    ...rows,
+    menuItems: rows.menuItems.map((item) =>
+      item.itemKey === itemKey ? { ...item, ...fields } : item,
+    ),
+  }
+}
+
+t.test('tags depend on content alone, not on ids, row order or build', async (t) => {
+  const first = buildSnapshot(contentRows(), { loadedAt: new Date(0) })
+  const second = buildSnapshot(contentRows())
+  const renumbered = buildSnapshot(renumberedRows(contentRows()))
+  t.equal(second.version, first.version, 'two builds agree')
+  t.equal(renumbered.version, first.version, 'renumbered and reordered rows agree')
+  t.same(variantTags(second), variantTags(first))
+  t.same(variantTags(renumbered), variantTags(first))
+  t.equal(renumbered.appsInventory.etag, first.appsInventory.etag)
+  t.equal(
+    requireApp(renumbered, 'crm').variant(['crm-sales']).tail.toString(),
+    requireApp(first, 'crm').variant(['crm-sales']).tail.toString(),
+  )
+})
+
+t.test('every change of content changes the version', async (t) => {
+  const base = buildSnapshot(contentRows())
+  const baseTags = variantTags(base)
+  const changes: Array<[string, SnapshotRows]> = [
+    ['label', withItem(contentRows(), 'dashboard', { label: 'Home' })],
+    ['href', withItem(contentRows(), 'reports', { href: '/reports/v2' })],
+    [
+      'position swap',
+      withItem(withItem(contentRows(), 'leads', { position: 1 }), 'deals', { position: 0 }),
+    ],
+    ['icon', withItem(contentRows(), 'search', { icon: 'magnifier' })],
+    [
+      'new grant',
+      { ...contentRows(), grants: [...contentRows().grants, ...grantRows('1', 'crm-sales')] },
+    ],
+    [
+      'app name',
+      {
+        ...contentRows(),
+        apps: [appRow('crm', { name: 'CRM 2' }), appRow('billing', { description: 'Invoices' })],
+      },
+    ],
+    [
+      'theme',
+      {
+        ...contentRows(),
+        branding: [brandingRow('crm', { productName: 'Sales', theme: { accent: 'red' } })],
+      },
+    ],
+  ]
+  for (const [change, rows] of changes) {
+    const changed = buildSnapshot(rows)
+    t.not(changed.version, base.version, `${change} changes the version`)
+    t.notSame(variantTags(changed), baseTags, `${change} changes some variant tag`)
+  }
+})
+
+t.test('a change nobody can see still changes the version', async (t) => {
+  const base = buildSnapshot(contentRows())
+  const extraGrant = buildSnapshot({
+    ...contentRows(),
+    grants: [...contentRows().grants, ...grantRows('4', 'crm-auditor')],
+  })
+  t.not(extraGrant.version, base.version)
+  t.equal(
+    requireApp(extraGrant, 'crm').variant(['crm-sales']).tag,
+    requireApp(base, 'crm').variant(['crm-sales']).tag,
+    'a sales caller sees the same deals item either way',
+  )
+  const emptyBranding = buildSnapshot({
+    ...contentRows(),
+    branding: [...contentRows().branding, brandingRow('billing')],
+  })
+  t.not(emptyBranding.version, base.version, 'a branding row equal to the fallback counts')
+})
+
+t.test('with equal positions the id decides the order, and renumbering can flip it', async (t) => {
+  const rows = (firstId: string, secondId: string): SnapshotRows => ({
+    apps: [appRow('crm')],
+    branding: [],
+    menuItems: [itemRow(firstId, 'alpha'), itemRow(secondId, 'beta')],
+    grants: [],
+  })
+  const alphaFirst = buildSnapshot(rows('9', '10'))
+  const betaFirst = buildSnapshot(rows('10', '9'))
+  t.not(alphaFirst.version, betaFirst.version)
+  t.not(requireApp(alphaFirst, 'crm').variant([]).tag, requireApp(betaFirst, 'crm').variant([]).tag)
+})
+
+t.test('roleSetKey keeps only the roles the app grants', async (t) => {
+  const snapshot = buildSnapshot(contentRows())
+  const crm = requireApp(snapshot, 'crm')
+  t.same([...crm.grantedRoles].sort(), ['crm-manager', 'crm-sales'])
+  t.equal(crm.roleSetKey([]), '')
+  t.equal(crm.roleSetKey(['billing-admin', 'crm-sales']), 'crm-sales')
+  t.equal(crm.roleSetKey(['crm-manager', 'crm-sales', 'offline_access']), 'crm-manager,crm-sales')
+  t.equal(requireApp(snapshot, 'billing').roleSetKey(['crm-manager', 'crm-sales']), '')
+  const one = crm.variant(['crm-sales', 'uma_authorization'])
+  const other = crm.variant(['billing-admin', 'crm-sales'])
+  t.equal(one, other, 'callers differing only in irrelevant roles share one variant object')
+  t.equal(one.roleSetKey, 'crm-sales')
+})
+
+t.test('roleSetKey cannot confuse sets when a role contains a comma or is empty', async (t) => {
+  const snapshot = buildSnapshot({
+    apps: [appRow('crm')],
+    branding: [],
+    menuItems: [itemRow('1', 'a'), itemRow('2', 'b'), itemRow('3', 'c')],
+    grants: [...grantRows('1', 'x,y'), ...grantRows('2', 'x', 'y'), ...grantRows('3', '')],
+  })
+  const crm = requireApp(snapshot, 'crm')
+  const keys = [[], [''], ['x,y'], ['x', 'y'], ['', 'x'], ['x']].map((roles) =>
+    crm.roleSetKey(roles),
+  )
+  t.equal(new Set(keys).size, keys.length, `distinct keys: ${JSON.stringify(keys)}`)
+  t.not(crm.variant(['x,y']), crm.variant(['x', 'y']))
+})
+
+t.test('variants are memoized per snapshot and bounded', async (t) => {
+  const snapshot = buildSnapshot(contentRows())
+  const crm = requireApp(snapshot, 'crm')
+  t.equal(crm.variant(['crm-sales']), crm.variant(['crm-sales']), 'the second call hits')
+  const other = requireApp(buildSnapshot(contentRows()), 'crm')
+  t.not(other.variant(['crm-sales']), crm.variant(['crm-sales']), 'each snapshot has its cache')
+  t.equal(other.variant(['crm-sales']).tag, crm.variant(['crm-sales']).tag)
+
+  const tiny = requireApp(buildSnapshot(contentRows(), { variantCacheMaxEntries: 1 }), 'crm')
+  const evicted = tiny.variant([])
+  tiny.variant(['crm-sales'])
+  const rerendered = tiny.variant([])
+  t.not(rerendered, evicted, 'a one-entry cache re-renders after eviction')
+  t.equal(rerendered.tag, evicted.tag)
+})
+
+t.test('the apps inventory is sorted by key and strongly tagged', async (t) => {
+  const snapshot = buildSnapshot({
+    ...contentRows(),
+    apps: [appRow('crm'), appRow('b-2'), appRow('billing', { homeUrl: null }), appRow('B')],
+  })
+  const body = JSON.parse(snapshot.appsInventory.body.toString())
+  t.same(
+    body.apps.map((app: { key: string }) => app.key),
+    ['B', 'b-2', 'billing', 'crm'],
+  )
+  t.same(body.apps[2], { key: 'billing', name: 'App billing', description: null, homeUrl: null })
+  t.same(Object.keys(body.apps[0]), ['key', 'name', 'description', 'homeUrl'])
+  t.match(snapshot.appsInventory.etag, /^"[A-Za-z0-9_-]{20}"$/)
+  t.equal(snapshot.appCount, 4)
+  const empty = buildSnapshot({ apps: [], branding: [], menuItems: [], grants: [] })
+  t.equal(empty.appsInventory.body.toString(), '{"apps":[]}')
+  t.equal(empty.appCount, 0)
+})
+
+t.test('the snapshot is immutable and keeps its own load time', async (t) => {
+  const loadedAt = new Date('2024-01-02T03:04:05Z')
+  const snapshot = buildSnapshot(contentRows(), { loadedAt })
+  loadedAt.setTime(0)
+  t.equal(snapshot.loadedAt.toISOString(), '2024-01-02T03:04:05.000Z')
+  t.ok(Object.isFrozen(snapshot))
+  t.ok(Object.isFrozen(snapshot.appsInventory))
+  const crm = requireApp(snapshot, 'crm')
+  t.ok(Object.isFrozen(crm))
+  t.throws(() => (crm.grantedRoles as Set<string>).add('intruder'), TypeError)
+  t.throws(() => (crm.grantedRoles as Set<string>).clear(), TypeError)
+  t.equal(crm.grantedRoles.size, 2)
+  t.equal(snapshot.app('unknown'), undefined)
+  t.ok(buildSnapshot(contentRows()).loadedAt instanceof Date, 'defaults to now')
+})
