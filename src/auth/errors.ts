@@ -1,0 +1,132 @@
+import { errors } from 'jose'
+import type { TokenVerificationResult } from '../metrics.js'
+
+/**
+ * What went wrong underneath, reduced to fields that are safe to log: jose
+ * messages are fixed strings (at most a header parameter name), and the claims
+ * payload that some jose errors carry is deliberately left out.
+ */
+export interface ErrorSummary {
+  readonly name: string
+  readonly code?: string
+  readonly message: string
+  readonly claim?: string
+  readonly reason?: string
+}
+
+/**
+ * A refused token. `kind` picks the HTTP answer: `invalid_token` is a 401,
+ * `keys_unavailable` a 503 (the provider could not be reached, so the token
+ * could not be judged at all).
+ */
+export class AuthError extends Error {
+  readonly kind: 'invalid_token' | 'keys_unavailable'
+  /** Safe, short, for `error_description`; never contains the token. */
+  readonly description: string
+  readonly underlying: ErrorSummary
+
+  constructor(
+    readonly result: TokenVerificationResult,
+    description: string,
+    underlying: ErrorSummary,
+  ) {
+    super(description)
+    this.name = 'AuthError'
+    this.kind = result === 'keys_unavailable' ? 'keys_unavailable' : 'invalid_token'
+    this.description = description
+    this.underlying = underlying
+  }
+}
+
+/** The identity provider's discovery document or key set could not be fetched or read. */
+export class KeyFetchError extends Error {
+  constructor(
+    readonly url: string,
+    readonly reason: string,
+  ) {
+    super(`${url}: ${reason}`)
+    this.name = 'KeyFetchError'
+  }
+}
+
+/** Longest message kept in a summary; jose can echo a header parameter name, which a caller controls. */
+const MAX_MESSAGE_CHARS = 200
+
+/** Summarizes any thrown value without copying anything that could hold token content. */
+export function summarizeError(error: unknown): ErrorSummary {
+  if (error instanceof errors.JWTClaimValidationFailed || error instanceof errors.JWTExpired) {
+    return {
+      name: error.name,
+      code: error.code,
+      message: error.message.slice(0, MAX_MESSAGE_CHARS),
+      claim: error.claim,
+      reason: error.reason,
+    }
+  }
+  if (error instanceof errors.JOSEError) {
+    return {
+      name: error.name,
+      code: error.code,
+      message: error.message.slice(0, MAX_MESSAGE_CHARS),
+    }
+  }
+  if (error instanceof Error) {
+    return { name: error.name, message: error.message.slice(0, MAX_MESSAGE_CHARS) }
+  }
+  return { name: typeof error, message: 'non-error value thrown' }
+}
+
+/**
+ * Maps a verification failure to its metric result and a safe description,
+ * by error class and jose `code`, never by message text. Choices worth noting:
+ * - a not-yet-valid token (`nbf`) counts as `expired`: both are "outside its
+ *   validity window", and the contract groups them in one row;
+ * - a disallowed algorithm (`none`, `HS*`) counts as `invalid_signature`: the
+ *   token is not signed the way the provider signs;
+ * - a wrong header or payload `typ`, a missing `sub`/`exp` and any other claim
+ *   failure count as `malformed`: the token is not an access token of this realm.
+ */
+export function toAuthError(error: unknown): AuthError {
+  if (error instanceof AuthError) return error
+  const underlying = summarizeError(error)
+  if (error instanceof KeyFetchError) {
+    return new AuthError('keys_unavailable', 'identity provider keys are unavailable', underlying)
+  }
+  if (!(error instanceof errors.JOSEError)) {
+    return new AuthError('malformed', 'token could not be verified', underlying)
+  }
+  switch (error.code) {
+    case errors.JWTExpired.code:
+      return new AuthError('expired', 'token expired', underlying)
+    case errors.JWTClaimValidationFailed.code:
+      return classifyClaimFailure(underlying)
+    case errors.JWSSignatureVerificationFailed.code:
+    case errors.JWKSMultipleMatchingKeys.code:
+      return new AuthError('invalid_signature', 'signature verification failed', underlying)
+    case errors.JOSEAlgNotAllowed.code:
+      return new AuthError('invalid_signature', 'signing algorithm not allowed', underlying)
+    case errors.JWKSNoMatchingKey.code:
+      return new AuthError('unknown_kid', 'signing key not found', underlying)
+    default:
+      return new AuthError('malformed', 'token malformed', underlying)
+  }
+}
+
+function classifyClaimFailure(underlying: ErrorSummary): AuthError {
+  switch (underlying.claim) {
+    case 'nbf':
+      return new AuthError('expired', 'token not yet valid', underlying)
+    case 'aud':
+      return new AuthError('invalid_audience', 'audience not accepted', underlying)
+    case 'iss':
+      return new AuthError('invalid_issuer', 'issuer not accepted', underlying)
+    case 'typ':
+      return new AuthError('malformed', 'not an access token', underlying)
+    default:
+      return new AuthError(
+        'malformed',
+        `claim ${underlying.claim ?? 'unknown'} invalid`,
+        underlying,
+      )
+  }
+}

@@ -1,0 +1,189 @@
+import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose'
+import type { Logger } from 'pino'
+import type { OidcConfig } from '../config.js'
+import type { Metrics } from '../metrics.js'
+import { KeyFetchError, summarizeError } from './errors.js'
+import { locateJwks } from './jwks-location.js'
+import { createProviderFetch } from './provider-fetch.js'
+
+/** One fetched key set, immutable; a refresh replaces it whole. */
+export interface KeySet {
+  readonly resolveKey: JWTVerifyGetKey
+  /**
+   * kid (`''` for keys without one) -> fingerprint of the key material, so a
+   * refresh can tell which keys left the set or changed under the same kid.
+   */
+  readonly fingerprints: ReadonlyMap<string, string>
+  readonly fetchedAtMs: number
+}
+
+export interface KeyStore {
+  /** The current key set, fetched on first use; throws KeyFetchError only while no set was ever fetched. */
+  load(): Promise<KeySet>
+  /** A fresh key set after an unknown kid, or null when the cooldown (or a failure just now) forbids a fetch. */
+  refetchForUnknownKid(): Promise<KeySet | null>
+  /** Starts a background refresh once the set is older than the max age; never throws, never waits. */
+  refreshIfStale(): void
+  current(): KeySet | undefined
+  close(): void
+}
+
+/**
+ * While the provider is down and no key set was ever fetched, every request
+ * would otherwise start a fetch: one attempt a second is enough to notice its
+ * return, and the requests in between fail fast with keys_unavailable.
+ */
+const RETRY_AFTER_FAILURE_MS = 1_000
+
+/**
+ * Our own store instead of jose's createRemoteJWKSet, which throws once its
+ * cache is older than its max age and the provider is down: here the last
+ * good set stays in use for as long as re-fetches fail.
+ */
+export function createKeyStore(options: {
+  oidc: OidcConfig
+  fetchImpl: typeof fetch
+  metrics: Metrics
+  logger: Logger
+  now: () => number
+  /** Called with the kids (`''` = keys without kid) that left the set or changed. */
+  onKeysRemoved: (kids: ReadonlySet<string>) => void
+}): KeyStore {
+  const { oidc, logger, now, onKeysRemoved } = options
+  const cooldownMs = oidc.jwksCooldownS * 1000
+  const maxAgeMs = oidc.jwksMaxAgeS * 1000
+  // With keys in hand a failed refresh is no emergency: retry it no faster than unknown kids may.
+  const staleRetryMs = Math.max(RETRY_AFTER_FAILURE_MS, cooldownMs)
+  const closing = new AbortController()
+  const fetchProviderJson = createProviderFetch({
+    fetchImpl: options.fetchImpl,
+    metrics: options.metrics,
+    signal: closing.signal,
+  })
+
+  let keySet: KeySet | undefined
+  let inFlight: Promise<KeySet> | undefined
+  // Forgotten after a failure, so a provider that moved its jwks_uri is rediscovered.
+  let discoveredJwksUrl: string | undefined
+  let lastFailure: { atMs: number; error: KeyFetchError } | undefined
+  let lastUnknownKidFetchAtMs: number | undefined
+
+  async function fetchKeySet(): Promise<KeySet> {
+    try {
+      discoveredJwksUrl ??= await locateJwks(oidc, fetchProviderJson)
+      const next = await fetchProviderJson(discoveredJwksUrl, (json) => buildKeySet(json, now()))
+      installKeySet(next)
+      lastFailure = undefined
+      return next
+    } catch (error) {
+      const failure =
+        error instanceof KeyFetchError
+          ? error
+          : new KeyFetchError(discoveredJwksUrl ?? oidc.discoveryUrl, summarizeError(error).message)
+      lastFailure = { atMs: now(), error: failure }
+      discoveredJwksUrl = undefined
+      logger.warn(
+        { url: failure.url, reason: failure.reason, keepingLastGoodKeys: keySet !== undefined },
+        'identity provider keys could not be fetched',
+      )
+      throw failure
+    }
+  }
+
+  function installKeySet(next: KeySet): void {
+    const previous = keySet
+    keySet = next
+    if (previous === undefined) return
+    const removed = new Set<string>()
+    for (const [kid, fingerprint] of previous.fingerprints) {
+      if (next.fingerprints.get(kid) !== fingerprint) removed.add(kid)
+    }
+    if (removed.size === 0) return
+    logger.info({ removedKids: [...removed] }, 'identity provider keys left the key set')
+    onKeysRemoved(removed)
+  }
+
+  /** Concurrent callers share one fetch. */
+  function startFetch(): Promise<KeySet> {
+    inFlight ??= fetchKeySet().finally(() => {
+      inFlight = undefined
+    })
+    return inFlight
+  }
+
+  function failedWithin(windowMs: number): boolean {
+    return lastFailure !== undefined && now() - lastFailure.atMs < windowMs
+  }
+
+  function refreshIfStale(): void {
+    if (keySet === undefined || inFlight !== undefined || closing.signal.aborted) return
+    if (now() - keySet.fetchedAtMs < maxAgeMs || failedWithin(staleRetryMs)) return
+    // The failure is logged and counted inside; the last good set simply stays.
+    startFetch().catch(() => undefined)
+  }
+
+  return {
+    refreshIfStale,
+
+    async load() {
+      if (keySet !== undefined) {
+        refreshIfStale()
+        return keySet
+      }
+      if (inFlight !== undefined) return inFlight
+      if (closing.signal.aborted) throw new KeyFetchError(oidc.discoveryUrl, 'verifier closed')
+      if (lastFailure !== undefined && failedWithin(RETRY_AFTER_FAILURE_MS)) {
+        throw new KeyFetchError(
+          lastFailure.error.url,
+          `${lastFailure.error.reason} (retry pending)`,
+        )
+      }
+      return startFetch()
+    },
+
+    async refetchForUnknownKid() {
+      if (inFlight !== undefined) return inFlight.catch(() => null)
+      const startedAtMs = now()
+      if (
+        lastUnknownKidFetchAtMs !== undefined &&
+        startedAtMs - lastUnknownKidFetchAtMs < cooldownMs
+      ) {
+        return null
+      }
+      if (closing.signal.aborted || failedWithin(RETRY_AFTER_FAILURE_MS)) return null
+      lastUnknownKidFetchAtMs = startedAtMs
+      return startFetch().catch(() => null)
+    },
+
+    current() {
+      return keySet
+    },
+
+    close() {
+      closing.abort()
+    },
+  }
+}
+
+/** Throws (inside the fetch, so it counts as a failed fetch) when the document is not a key set. */
+function buildKeySet(json: unknown, fetchedAtMs: number): KeySet {
+  const resolveKey = createLocalJWKSet(json as JSONWebKeySet)
+  const materialByKid = new Map<string, string[]>()
+  for (const jwk of (json as JSONWebKeySet).keys) {
+    const kid = typeof jwk.kid === 'string' ? jwk.kid : ''
+    const material = JSON.stringify([
+      jwk.kty,
+      jwk.crv,
+      jwk.n,
+      jwk.e,
+      jwk.x,
+      jwk.y,
+      jwk.alg,
+      jwk.use,
+    ])
+    materialByKid.set(kid, [...(materialByKid.get(kid) ?? []), material])
+  }
+  const fingerprints = new Map<string, string>()
+  for (const [kid, materials] of materialByKid) fingerprints.set(kid, materials.sort().join('|'))
+  return { resolveKey, fingerprints, fetchedAtMs }
+}

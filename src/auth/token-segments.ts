@@ -1,0 +1,37 @@
+/**
+ * Tokens over 8 KiB are refused before any parsing: real access tokens are a
+ * few KiB even with many roles, and parsing attacker-sized input costs CPU.
+ * Characters, not bytes: a token is ASCII, and anything else fails anyway.
+ */
+export const MAX_TOKEN_CHARS = 8 * 1024
+
+/** A JSON object decoded from one base64url segment of a compact JWT. */
+export type JsonObject = Readonly<Record<string, unknown>>
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+
+/**
+ * Decodes a header or payload segment defensively: anything that is not
+ * base64url of a JSON object gives undefined instead of throwing, so callers
+ * can use it on hostile input (diagnostics, cheap pre-checks).
+ */
+export function decodeJsonSegment(segment: string | undefined): JsonObject | undefined {
+  if (segment === undefined || !BASE64URL.test(segment)) return undefined
+  try {
+    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+    return value as JsonObject
+  } catch {
+    return undefined
+  }
+}
+
+/** The header and payload segments of a compact JWS; the signature segment is never handed out. */
+export function splitSignedSegments(token: string): {
+  header?: string
+  payload?: string
+  count: number
+} {
+  const parts = token.split('.', 4)
+  return { header: parts[0], payload: parts[1], count: parts.length }
+}

@@ -1,0 +1,241 @@
+import { errors, type JWTPayload, type JWTVerifyOptions, jwtVerify } from 'jose'
+import type { Logger } from 'pino'
+import type { OidcConfig } from '../config.js'
+import type { Metrics } from '../metrics.js'
+import { AuthError, toAuthError } from './errors.js'
+import { createFailureLog } from './failure-log.js'
+import { createKeyStore, type KeySet } from './key-store.js'
+import { createTokenCache } from './token-cache.js'
+import { decodeJsonSegment, MAX_TOKEN_CHARS, splitSignedSegments } from './token-segments.js'
+import { buildVerifiedCaller, type VerifiedCaller } from './verified-caller.js'
+
+export { AuthError } from './errors.js'
+export type { VerifiedCaller } from './verified-caller.js'
+
+export interface TokenVerifier {
+  /** Sync cache lookup for the hot path: the cached caller (counts a hit) or undefined (counts nothing). */
+  cached(token: string): VerifiedCaller | undefined
+  /** Cache, else full verification (counts a miss and the verification result). Rejects with AuthError only. */
+  verify(token: string): Promise<VerifiedCaller>
+  /** Stops timers and aborts key fetches in flight. */
+  close(): void
+}
+
+export interface TokenVerifierOptions {
+  oidc: OidcConfig
+  cacheMax: number
+  failureLog: boolean
+  logger: Logger
+  metrics: Metrics
+  fetchImpl?: typeof fetch
+  /** Milliseconds since the epoch; injectable so tests can move past exp, cooldowns and max ages without sleeping. */
+  now?: () => number
+}
+
+/**
+ * Asymmetric algorithms only: `none` carries no signature, and an `HS*` token
+ * would be checked with a public key as its shared secret.
+ */
+const ALGORITHMS: readonly string[] = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+]
+/** Header `typ` may also be absent; media-type spellings are equivalent (RFC 7515 section 4.1.9). */
+const ACCEPTED_HEADER_TYPES = new Set(['jwt', 'at+jwt', 'application/jwt', 'application/at+jwt'])
+/** Keycloak marks access tokens `Bearer`; ID tokens say `ID` and refresh tokens `Refresh`. */
+const ACCESS_TOKEN_TYPE = 'Bearer'
+
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const { oidc, metrics } = options
+  const now = options.now ?? Date.now
+  const logger = options.logger.child({ component: 'auth' })
+  const cache = createTokenCache({ max: options.cacheMax, now })
+  const keyStore = createKeyStore({
+    oidc,
+    fetchImpl: options.fetchImpl ?? fetch,
+    metrics,
+    logger,
+    now,
+    onKeysRemoved(kids) {
+      const dropped = cache.dropVerifiedBy(kids)
+      if (dropped > 0) logger.info({ dropped }, 'cached tokens of removed keys dropped')
+    },
+  })
+  const failureLog = createFailureLog({ logger, enabled: options.failureLog, now })
+
+  function readCache(token: string): VerifiedCaller | undefined {
+    if (token.length > MAX_TOKEN_CHARS) return undefined
+    const caller = cache.get(token)
+    if (caller === undefined) return undefined
+    metrics.tokenCache.inc({ result: 'hit' })
+    // Cheap check; without it a cache-only workload would never notice removed keys.
+    keyStore.refreshIfStale()
+    return caller
+  }
+
+  async function verifyUncached(token: string): Promise<VerifiedCaller> {
+    const kid = precheckToken(token)
+    let keySet = await keyStore.load()
+    let payload: JWTPayload
+    try {
+      payload = await verifySignedToken(token, keySet, buildVerifyOptions(oidc, now))
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey)) throw error
+      // The provider may have rotated keys since the last fetch; the store enforces the cooldown.
+      const refetched = await keyStore.refetchForUnknownKid()
+      if (refetched === null) throw error
+      keySet = refetched
+      payload = await verifySignedToken(token, keySet, buildVerifyOptions(oidc, now))
+    }
+    const caller = buildVerifiedCaller(checkAccessTokenClaims(payload), oidc.rolesClaim)
+    if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
+    return caller
+  }
+
+  return {
+    cached: readCache,
+
+    async verify(token) {
+      const hit = readCache(token)
+      if (hit !== undefined) return hit
+      metrics.tokenCache.inc({ result: 'miss' })
+      try {
+        const caller = await verifyUncached(token)
+        metrics.tokenVerifications.inc({ result: 'ok' })
+        return caller
+      } catch (error) {
+        const authError = toAuthError(error)
+        metrics.tokenVerifications.inc({ result: authError.result })
+        failureLog.record(token, authError)
+        throw authError
+      }
+    },
+
+    close() {
+      keyStore.close()
+      failureLog.close()
+    },
+  }
+}
+
+function buildVerifyOptions(oidc: OidcConfig, now: () => number): JWTVerifyOptions {
+  return {
+    algorithms: [...ALGORITHMS],
+    issuer: oidc.issuer,
+    audience: [...oidc.audiences],
+    clockTolerance: oidc.clockToleranceS,
+    currentDate: new Date(now()),
+    // exp bounds the cache entry; a token without it would be valid forever.
+    requiredClaims: ['exp', 'sub'],
+  }
+}
+
+/**
+ * Refuses what needs no key before the key set is touched, so garbage, `none`
+ * and `HS*` tokens are a 401 even while the provider is down. Returns the kid.
+ */
+function precheckToken(token: string): string | undefined {
+  if (token.length > MAX_TOKEN_CHARS) {
+    throw new AuthError('malformed', 'token larger than 8 KiB', {
+      name: 'TokenTooLarge',
+      message: `token longer than ${MAX_TOKEN_CHARS} characters`,
+    })
+  }
+  const segments = splitSignedSegments(token)
+  const header = segments.count === 3 ? decodeJsonSegment(segments.header) : undefined
+  if (header === undefined) throw new errors.JWSInvalid('Invalid Compact JWS')
+  if (decodeJsonSegment(segments.payload) === undefined) {
+    throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object')
+  }
+  if (typeof header.alg !== 'string') {
+    throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid')
+  }
+  if (!ALGORITHMS.includes(header.alg)) {
+    throw new errors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed')
+  }
+  const { typ } = header
+  if (
+    typ !== undefined &&
+    (typeof typ !== 'string' || !ACCEPTED_HEADER_TYPES.has(typ.toLowerCase()))
+  ) {
+    throw new errors.JWTClaimValidationFailed(
+      'unexpected "typ" JWT header value',
+      {},
+      'typ',
+      'check_failed',
+    )
+  }
+  return typeof header.kid === 'string' ? header.kid : undefined
+}
+
+async function verifySignedToken(
+  token: string,
+  keySet: KeySet,
+  verifyOptions: JWTVerifyOptions,
+): Promise<JWTPayload> {
+  try {
+    return (await jwtVerify(token, keySet.resolveKey, verifyOptions)).payload
+  } catch (error) {
+    if (!(error instanceof errors.JWKSMultipleMatchingKeys)) throw error
+    // Several keys fit (no kid, or a reused kid): the token is good if any of them verifies it.
+    for await (const key of error) {
+      try {
+        return (await jwtVerify(token, key, verifyOptions)).payload
+      } catch (attempt) {
+        if (!(attempt instanceof errors.JWSSignatureVerificationFailed)) throw attempt
+      }
+    }
+    throw new errors.JWSSignatureVerificationFailed()
+  }
+}
+
+function checkAccessTokenClaims(payload: JWTPayload): JWTPayload & { sub: string; exp: number } {
+  if (payload.typ !== undefined && payload.typ !== ACCESS_TOKEN_TYPE) {
+    throw new errors.JWTClaimValidationFailed(
+      'unexpected "typ" claim value',
+      payload,
+      'typ',
+      'check_failed',
+    )
+  }
+  const { sub, exp } = payload
+  if (typeof sub !== 'string' || sub === '') {
+    throw new errors.JWTClaimValidationFailed(
+      '"sub" claim must be a non-empty string',
+      payload,
+      'sub',
+      'invalid',
+    )
+  }
+  if (typeof exp !== 'number') {
+    throw new errors.JWTClaimValidationFailed(
+      '"exp" claim must be a number',
+      payload,
+      'exp',
+      'invalid',
+    )
+  }
+  return { ...payload, sub, exp }
+}
+
+/**
+ * A refresh may have removed the key while this token was being verified;
+ * caching it then would outlive the drop that the refresh already did.
+ */
+function isStillTrusted(
+  current: KeySet | undefined,
+  used: KeySet,
+  kid: string | undefined,
+): boolean {
+  if (current === used) return true
+  if (current === undefined || kid === undefined) return false
+  return current.fingerprints.get(kid) === used.fingerprints.get(kid)
+}

@@ -1,0 +1,219 @@
+import t from 'tap'
+import { rewriteToDiscoveryOrigin } from '../../src/auth/jwks-location.js'
+import { AuthError } from '../../src/auth/verify-token.js'
+import { readCount, setUpVerifier, waitFor } from './verifier-fixture.js'
+
+const refusalOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+
+t.test('keys are fetched lazily, once, however many callers arrive together', async (t) => {
+  const fixture = await setUpVerifier(t)
+  t.same(fixture.server.requests.paths, [], 'nothing fetched at construction')
+  const tokens = await Promise.all(
+    [1, 2, 3, 4, 5].map((n) => fixture.server.sign({ sub: `u${n}` })),
+  )
+  const callers = await Promise.all(tokens.map((token) => fixture.verifier.verify(token)))
+  t.same(
+    callers.map((caller) => caller.sub),
+    ['u1', 'u2', 'u3', 'u4', 'u5'],
+  )
+  t.equal(fixture.server.requests.discovery, 1)
+  t.equal(fixture.server.requests.jwks, 1)
+  t.equal(await readCount(fixture.metrics.jwksFetches, 'success'), 2, 'discovery and key set')
+})
+
+t.test(
+  'key rotation: a new kid verifies after one fetch, further unknown kids wait for the cooldown',
+  async (t) => {
+    const fixture = await setUpVerifier(t, { oidc: () => ({ jwksCooldownS: 10 }) })
+    const { server, verifier, clock } = fixture
+    await verifier.verify(await server.sign())
+    const rotated = await server.addKey({ alg: 'ES256' })
+    const rotatedCaller = await verifier.verify(
+      await server.sign({ sub: 'rotated' }, { kid: rotated }),
+    )
+    t.equal(rotatedCaller.sub, 'rotated')
+    t.equal(server.requests.jwks, 2, 'one fetch for the new kid')
+
+    const later = await server.addKey()
+    const laterToken = await server.sign({ sub: 'later' }, { kid: later })
+    const error = await refusalOf(verifier.verify(laterToken))
+    t.equal((error as AuthError).result, 'unknown_kid')
+    t.equal(server.requests.jwks, 2, 'no fetch within the cooldown')
+
+    clock.advance(10_001)
+    t.equal((await verifier.verify(laterToken)).sub, 'later')
+    t.equal(server.requests.jwks, 3, 'after the cooldown one more fetch')
+    t.equal(server.requests.discovery, 1, 'discovery is not repeated while it works')
+  },
+)
+
+t.test(
+  'provider down at first use: keys_unavailable, fail fast, then recovery without a new verifier',
+  async (t) => {
+    const fixture = await setUpVerifier(t)
+    const { server, verifier, clock, metrics } = fixture
+    server.setAvailability('status-503')
+    const token = await server.sign()
+    const first = await refusalOf(verifier.verify(token))
+    t.ok(first instanceof AuthError)
+    t.equal((first as AuthError).kind, 'keys_unavailable')
+    t.equal((first as AuthError).result, 'keys_unavailable')
+    t.equal(await readCount(metrics.jwksFetches, 'error'), 1)
+    const requestsAfterFirst = server.requests.paths.length
+
+    const second = await refusalOf(verifier.verify(token))
+    t.equal((second as AuthError).kind, 'keys_unavailable', 'fails fast')
+    t.equal(server.requests.paths.length, requestsAfterFirst, 'without another request')
+
+    server.setAvailability('reset')
+    clock.advance(1_100)
+    const third = await refusalOf(verifier.verify(token))
+    t.equal(
+      (third as AuthError).kind,
+      'keys_unavailable',
+      'a dropped connection is also unavailability',
+    )
+    t.equal(await readCount(metrics.jwksFetches, 'error'), 2)
+
+    server.setAvailability('up')
+    clock.advance(1_100)
+    t.equal((await verifier.verify(token)).sub, 'user-1', 'recovers on its own')
+    t.equal(await readCount(metrics.tokenVerifications, 'keys_unavailable'), 3)
+    t.equal(await readCount(metrics.tokenVerifications, 'ok'), 1)
+  },
+)
+
+t.test('garbage and forged tokens are a 401 even while the provider is down', async (t) => {
+  const fixture = await setUpVerifier(t)
+  fixture.server.setAvailability('status-503')
+  const none = await refusalOf(
+    fixture.verifier.verify(await fixture.server.sign({}, { forge: 'none' })),
+  )
+  t.equal((none as AuthError).kind, 'invalid_token')
+  const garbage = await refusalOf(fixture.verifier.verify('x.y.z'))
+  t.equal((garbage as AuthError).kind, 'invalid_token')
+  t.same(fixture.server.requests.paths, [])
+})
+
+t.test(
+  'provider down after keys were fetched and past the max age: known keys keep verifying',
+  async (t) => {
+    const fixture = await setUpVerifier(t, { oidc: () => ({ jwksMaxAgeS: 60 }) })
+    const { server, verifier, clock, metrics } = fixture
+    const cachedToken = await server.sign({ sub: 'cached' })
+    await verifier.verify(cachedToken)
+    server.setAvailability('reset')
+    clock.advance(61_000)
+
+    const fresh = await verifier.verify(await server.sign({ sub: 'fresh' }))
+    t.equal(fresh.sub, 'fresh', 'an uncached token with a known kid verifies')
+    await waitFor(
+      async () => (await readCount(metrics.jwksFetches, 'error')) === 1,
+      'the failed refresh',
+    )
+    t.equal(verifier.cached(cachedToken)?.sub, 'cached', 'cached tokens stay')
+    t.equal((await verifier.verify(await server.sign({ sub: 'again' }))).sub, 'again')
+    t.equal(
+      await readCount(metrics.jwksFetches, 'error'),
+      1,
+      'a failed refresh is not retried at once',
+    )
+
+    server.setAvailability('up')
+    clock.advance(31_000)
+    await verifier.verify(await server.sign({ sub: 'after' }))
+    await waitFor(() => server.requests.jwks === 2, 'the refresh after the outage')
+  },
+)
+
+t.test('a key that leaves the set takes its cached tokens with it', async (t) => {
+  const fixture = await setUpVerifier(t, { oidc: () => ({ jwksMaxAgeS: 60 }) })
+  const { server, verifier, clock } = fixture
+  const [retiredKid] = server.publishedKids()
+  const keptKid = await server.addKey()
+  const retiredToken = await server.sign({ sub: 'retired' }, { kid: retiredKid })
+  const keptToken = await server.sign({ sub: 'kept' }, { kid: keptKid })
+  await verifier.verify(retiredToken)
+  await verifier.verify(keptToken)
+  server.unpublishKey(retiredKid as string)
+  clock.advance(61_000)
+
+  // Even a cache-only workload starts the refresh, so removed keys are noticed.
+  t.ok(verifier.cached(keptToken))
+  await waitFor(
+    () => verifier.cached(retiredToken) === undefined,
+    'the retired token to be dropped',
+  )
+  t.equal(verifier.cached(keptToken)?.sub, 'kept', 'tokens of remaining keys stay cached')
+  const error = await refusalOf(verifier.verify(retiredToken))
+  t.equal((error as AuthError).result, 'unknown_kid')
+})
+
+t.test(
+  'in-cluster discovery: a jwks_uri on the issuer origin is fetched from the discovery origin',
+  async (t) => {
+    const fixture = await setUpVerifier(t, {
+      server: {
+        issuer: 'http://issuer.example/realms/x',
+        jwksPath: '/realms/x/protocol/openid-connect/certs',
+      },
+      oidc: (server) => ({ discoveryUrl: `${server.origin}/realms/x/` }),
+    })
+    fixture.server.setAdvertisedJwksUri(
+      'http://issuer.example/realms/x/protocol/openid-connect/certs',
+    )
+    const caller = await fixture.verifier.verify(await fixture.server.sign())
+    t.equal(caller.sub, 'user-1')
+    t.same(fixture.server.requests.paths, [
+      '/realms/x/.well-known/openid-configuration',
+      '/realms/x/protocol/openid-connect/certs',
+    ])
+  },
+)
+
+t.test('an explicit JWKS URL skips discovery', async (t) => {
+  const fixture = await setUpVerifier(t, { oidc: (server) => ({ jwksUrl: server.jwksUrl }) })
+  await fixture.verifier.verify(await fixture.server.sign())
+  t.equal(fixture.server.requests.discovery, 0)
+  t.equal(fixture.server.requests.jwks, 1)
+})
+
+t.test('a discovery document without a usable jwks_uri counts as a failed fetch', async (t) => {
+  const fixture = await setUpVerifier(t)
+  fixture.server.setAdvertisedJwksUri('not a url')
+  const error = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+  t.equal((error as AuthError).kind, 'keys_unavailable')
+  t.equal(await readCount(fixture.metrics.jwksFetches, 'error'), 1)
+})
+
+t.test('close() stops a verifier that never had keys from fetching', async (t) => {
+  const fixture = await setUpVerifier(t)
+  fixture.verifier.close()
+  const error = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+  t.equal((error as AuthError).kind, 'keys_unavailable')
+  t.same(fixture.server.requests.paths, [])
+})
+
+t.test('rewriteToDiscoveryOrigin only rewrites jwks_uri on the issuer origin', async (t) => {
+  const issuer = 'https://id.example.com/realms/x'
+  const inCluster = 'http://keycloak.auth.svc:8080/realms/x'
+  t.equal(
+    rewriteToDiscoveryOrigin({
+      issuer,
+      discoveryUrl: inCluster,
+      jwksUri: 'https://id.example.com/realms/x/protocol/openid-connect/certs?v=2',
+    }),
+    'http://keycloak.auth.svc:8080/realms/x/protocol/openid-connect/certs?v=2',
+  )
+  const elsewhere = 'https://keys.example.net/certs'
+  t.equal(
+    rewriteToDiscoveryOrigin({ issuer, discoveryUrl: inCluster, jwksUri: elsewhere }),
+    elsewhere,
+  )
+  const same = 'https://id.example.com/realms/x/certs'
+  t.equal(rewriteToDiscoveryOrigin({ issuer, discoveryUrl: issuer, jwksUri: same }), same)
+})
