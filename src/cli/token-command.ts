@@ -1,6 +1,67 @@
+import { parseArgs } from 'node:util'
+import { loadLocalIssuer, localIssuerUrl, parseTtl } from '../auth/local-issuer.js'
+import { LOCAL_DATA_DIR } from '../db/open-database.js'
 import type { CommandContext } from './main.js'
 
-export async function runToken(_args: string[], _context: CommandContext): Promise<number> {
-  process.stderr.write('shell-data token: not available yet\n')
-  return 1
+/**
+ * Local mode only: prints a token signed by the local issuer, for the
+ * service running with the same HOST and PORT.
+ */
+export async function runToken(args: string[], context: CommandContext): Promise<number> {
+  if (context.config.oidc !== null) {
+    process.stderr.write(
+      'shell-data token: local mode only; with OIDC_ISSUER set, get tokens from your identity provider\n',
+    )
+    return 1
+  }
+  let values: {
+    sub?: string
+    roles?: string
+    ttl?: string
+    username?: string
+    name?: string
+    email?: string
+  }
+  try {
+    ;({ values } = parseArgs({
+      args,
+      options: {
+        sub: { type: 'string' },
+        roles: { type: 'string' },
+        ttl: { type: 'string' },
+        username: { type: 'string' },
+        name: { type: 'string' },
+        email: { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }))
+  } catch (error) {
+    process.stderr.write(`shell-data token: ${(error as Error).message}\n`)
+    return 1
+  }
+  const ttlSeconds = parseTtl(values.ttl ?? '1h')
+  if (ttlSeconds === null) {
+    process.stderr.write(
+      `shell-data token: --ttl "${values.ttl}" is not a duration like 90s, 30m, 1h or 2d\n`,
+    )
+    return 1
+  }
+  const roles = [...new Set((values.roles ?? '').split(',').map((role) => role.trim()))].filter(
+    (role) => role !== '',
+  )
+  const issuer = await loadLocalIssuer({
+    dataDir: LOCAL_DATA_DIR,
+    issuer: localIssuerUrl(context.config.host, context.config.port),
+  })
+  const token = await issuer.signToken({
+    sub: values.sub ?? 'local-user',
+    roles,
+    ttlSeconds,
+    ...(values.username === undefined ? {} : { username: values.username }),
+    ...(values.name === undefined ? {} : { name: values.name }),
+    ...(values.email === undefined ? {} : { email: values.email }),
+  })
+  process.stdout.write(`${token}\n`)
+  return 0
 }

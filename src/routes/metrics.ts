@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify'
+import type { Metrics } from '../metrics.js'
+import type { SnapshotSource } from './snapshot-source.js'
+
+/** `GET /metrics`: Prometheus text format, no token (scrapers are admitted by network policy). */
+export function registerMetricsRoutes(
+  app: FastifyInstance,
+  deps: { metrics: Metrics; snapshots: SnapshotSource },
+): void {
+  const { metrics, snapshots } = deps
+  app.get('/metrics', async (_request, reply) => {
+    // The age is a function of the scrape time, so it is set here rather than by the feed.
+    const age = snapshots.snapshotAgeSeconds()
+    if (age !== null) metrics.snapshotAge.set(age)
+    reply.header('content-type', metrics.registry.contentType)
+    return metrics.registry.metrics()
+  })
+}

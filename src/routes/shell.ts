@@ -1,0 +1,125 @@
+import type { FastifyInstance } from 'fastify'
+import type { TokenVerifier } from '../auth/verify-token.js'
+import { APP_KEY_PATTERN } from '../definitions/schema.js'
+import { problemSchema, sendProblem } from '../http/problem.js'
+import { authenticateThen } from './authenticate.js'
+import { sendNotReady, sendTagged } from './cache-headers.js'
+import type { SnapshotSource } from './snapshot-source.js'
+
+const APP_KEY = new RegExp(APP_KEY_PATTERN)
+
+/**
+ * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
+ * Per request: a cache lookup, a role-set key, a memoized variant, and three
+ * precomputed buffers joined around the caller's precomputed user block.
+ */
+export function registerShellRoutes(
+  app: FastifyInstance,
+  deps: { verifier: TokenVerifier; snapshots: SnapshotSource },
+): void {
+  const { verifier, snapshots } = deps
+  app.get<{ Params: { appKey: string } }>(
+    '/api/v1/shell/:appKey',
+    { schema: { response: shellResponses } },
+    (request, reply) => {
+      const { appKey } = request.params
+      // A key that cannot exist is answered without verifying anything.
+      if (!APP_KEY.test(appKey)) return sendProblem(reply, 'notFound', 'no such app')
+      return authenticateThen(verifier, request.headers.authorization, reply, (caller) => {
+        const snapshot = snapshots.current()
+        if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
+        const view = snapshot.app(appKey)
+        if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
+        const variant = view.variant(caller.roles)
+        return sendTagged(request, reply, `"${variant.tag}.${caller.userTag}"`, () =>
+          Buffer.concat(
+            [variant.head, caller.userBlock, variant.tail],
+            variant.head.length + caller.userBlock.length + variant.tail.length,
+          ),
+        )
+      })
+    },
+  )
+}
+
+const nullableString = { type: ['string', 'null'] }
+const menuItemSchema = {
+  $id: 'menuItem',
+  type: 'object',
+  required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
+  properties: {
+    id: { type: 'string' },
+    kind: { enum: ['link', 'search', 'action'] },
+    label: { type: 'string' },
+    icon: nullableString,
+    href: nullableString,
+    external: { type: 'boolean' },
+    children: { type: 'array', items: { $ref: 'menuItem#' } },
+  },
+}
+const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
+
+/** The shell response as the contract fixes it; documentation only, since the bytes are precomputed. */
+export const shellBodySchema = {
+  type: 'object',
+  required: ['app', 'branding', 'user', 'menus'],
+  properties: {
+    app: {
+      type: 'object',
+      required: ['key', 'name', 'description', 'homeUrl'],
+      properties: {
+        key: { type: 'string' },
+        name: { type: 'string' },
+        description: nullableString,
+        homeUrl: nullableString,
+      },
+    },
+    branding: {
+      type: 'object',
+      required: [
+        'productName',
+        'logoUrl',
+        'faviconUrl',
+        'primaryColor',
+        'accentColor',
+        'footerText',
+        'theme',
+      ],
+      properties: {
+        productName: { type: 'string' },
+        logoUrl: nullableString,
+        faviconUrl: nullableString,
+        primaryColor: nullableString,
+        accentColor: nullableString,
+        footerText: nullableString,
+        theme: { type: 'object' },
+      },
+    },
+    user: {
+      type: 'object',
+      required: ['sub', 'username', 'name', 'email', 'roles'],
+      properties: {
+        sub: { type: 'string' },
+        username: nullableString,
+        name: nullableString,
+        email: nullableString,
+        roles: { type: 'array', items: { type: 'string' } },
+      },
+    },
+    menus: {
+      type: 'object',
+      required: ['topbar', 'sidebar', 'footer', 'user-menu'],
+      properties: { topbar: menuList, sidebar: menuList, footer: menuList, 'user-menu': menuList },
+    },
+  },
+}
+
+export const shellSchemas = [menuItemSchema]
+
+const shellResponses = {
+  200: shellBodySchema,
+  304: { type: 'null' },
+  401: problemSchema,
+  404: problemSchema,
+  503: problemSchema,
+}

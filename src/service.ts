@@ -1,0 +1,216 @@
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { buildApp } from './app.js'
+import {
+  LOCAL_AUDIENCE,
+  type LocalIssuer,
+  loadLocalIssuer,
+  localIssuerUrl,
+} from './auth/local-issuer.js'
+import { createTokenVerifier } from './auth/verify-token.js'
+import type { Config, OidcConfig } from './config.js'
+import { connectDatabase } from './db/connect.js'
+import { findFreePort } from './db/embedded.js'
+import { MigrationError, migrateDatabase } from './db/migrate.js'
+import { LOCAL_DATA_DIR, locateDatabase } from './db/open-database.js'
+import { seedEmptyDatabase } from './db/seed.js'
+import { computeBackoffMs } from './feed/backoff.js'
+import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
+import { createMetrics, type Metrics } from './metrics.js'
+import { createReleasers } from './releasers.js'
+import type { Snapshot } from './snapshot/types.js'
+
+export interface Service {
+  readonly app: FastifyInstance
+  readonly feed: SnapshotFeed
+  readonly metrics: Metrics
+  /** `http://host:port` the service listens on. */
+  readonly url: string
+  readonly localIssuer: LocalIssuer | undefined
+  /** Resolves once the database is migrated (and seeded) and the feed is started. */
+  readonly started: Promise<void>
+  /** Drains and closes everything, in reverse order of creation. */
+  close(): Promise<void>
+}
+
+export interface ServiceOptions {
+  /** Where local mode keeps its key pair; `.data/` by default. */
+  readonly dataDir?: string
+  /** Defaults to a registry of its own with the process metrics. */
+  readonly metrics?: Metrics
+}
+
+/** Default claims for local mode, as a real Keycloak realm would have them. */
+const LOCAL_ROLES_CLAIM = 'realm_access.roles'
+
+/**
+ * Starts the whole service: database (embedded when DATABASE_URL is unset),
+ * HTTP listener (so probes answer while the rest starts), migrations, seeds
+ * for an empty embedded database, then the feed. Each resource registers its
+ * cleanup as soon as it exists.
+ */
+export async function startService(
+  config: Config,
+  logger: Logger,
+  options: ServiceOptions = {},
+): Promise<Service> {
+  const releasers = createReleasers(logger)
+  let shuttingDown = false
+  try {
+    const metrics = options.metrics ?? createMetrics()
+    const location = await locateDatabase(config.databaseUrl, logger)
+    releasers.add('database server', () => location.stop())
+    const sql = connectDatabase(location.url)
+    releasers.add('database pool', () => sql.end({ timeout: 5 }))
+
+    // Local mode needs its own address before listening: it is the issuer tokens name.
+    const port = config.oidc === null && config.port === 0 ? await findFreePort() : config.port
+    const localIssuer =
+      config.oidc === null
+        ? await loadLocalIssuer({
+            dataDir: options.dataDir ?? LOCAL_DATA_DIR,
+            issuer: localIssuerUrl(config.host, port),
+          })
+        : undefined
+    const verifier = createTokenVerifier({
+      oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? ''),
+      cacheMax: config.tokenCacheMax,
+      failureLog: config.authFailureLog,
+      logger,
+      metrics,
+    })
+    releasers.add('token verifier', () => verifier.close())
+
+    const feed = createSnapshotFeed({
+      sql,
+      feedUrl: config.feedDatabaseUrl ?? location.url,
+      logger,
+      metrics,
+    })
+    releasers.add('snapshot feed', () => feed.close())
+
+    const app = buildApp({
+      logger,
+      metrics,
+      verifier,
+      snapshots: feed,
+      logRequests: config.logRequests,
+      isShuttingDown: () => shuttingDown,
+      ...(localIssuer === undefined ? {} : { localIssuer }),
+    })
+    releasers.add('http server', () => app.close())
+    await app.listen({
+      port,
+      host: config.host,
+      listenTextResolver: (address) => `listening on ${address}`,
+    })
+    const address = app.server.address()
+    const boundPort = typeof address === 'object' && address !== null ? address.port : port
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${boundPort}`
+
+    const started = prepareDatabaseThenFeed({
+      config,
+      logger,
+      sql,
+      embedded: location.embedded,
+      feed,
+    })
+    started.catch(() => {})
+    if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
+
+    return {
+      app,
+      feed,
+      metrics,
+      url,
+      localIssuer,
+      started,
+      async close() {
+        shuttingDown = true
+        await releasers.releaseAll()
+      },
+    }
+  } catch (error) {
+    await releasers.releaseAll()
+    throw error
+  }
+}
+
+/** Migrations and seeds, retried while the database cannot be reached; a broken migration is fatal. */
+async function prepareDatabaseThenFeed(context: {
+  config: Config
+  logger: Logger
+  sql: ReturnType<typeof connectDatabase>
+  embedded: boolean
+  feed: SnapshotFeed
+}): Promise<void> {
+  const { config, logger, sql, embedded, feed } = context
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      if (config.migrate === 'auto') await migrateDatabase(sql, { logger })
+      if (embedded) await seedEmptyDatabase(sql, logger)
+      break
+    } catch (error) {
+      if (error instanceof MigrationError) throw error
+      const retryInMs = computeBackoffMs(attempt)
+      logger.warn({ err: error, attempt, retryInMs }, 'database not ready for migrations; retrying')
+      await new Promise((resolve) => setTimeout(resolve, retryInMs))
+    }
+  }
+  feed.start()
+}
+
+function localOidcConfig(issuer: string): OidcConfig {
+  return {
+    issuer,
+    audiences: [LOCAL_AUDIENCE],
+    discoveryUrl: issuer,
+    jwksUrl: null,
+    rolesClaim: LOCAL_ROLES_CLAIM,
+    clockToleranceS: 30,
+    jwksCooldownS: 30,
+    jwksMaxAgeS: 600,
+  }
+}
+
+/** Every role granted anywhere: the demo user sees every item. */
+export function collectGrantedRoles(snapshot: Snapshot): string[] {
+  const inventory = JSON.parse(snapshot.appsInventory.body.toString()) as {
+    apps: { key: string }[]
+  }
+  const roles = new Set<string>()
+  for (const { key } of inventory.apps)
+    for (const role of snapshot.app(key)?.grantedRoles ?? []) roles.add(role)
+  return [...roles].sort()
+}
+
+function logDemoCurlOnFirstSnapshot(
+  feed: SnapshotFeed,
+  issuer: LocalIssuer,
+  url: string,
+  logger: Logger,
+): void {
+  const unsubscribe = feed.onSwap((snapshot) => {
+    unsubscribe()
+    const inventory = JSON.parse(snapshot.appsInventory.body.toString()) as {
+      apps: { key: string }[]
+    }
+    const path =
+      inventory.apps[0] === undefined ? '/api/v1/apps' : `/api/v1/shell/${inventory.apps[0].key}`
+    const roles = collectGrantedRoles(snapshot)
+    issuer
+      .signToken({
+        sub: 'demo-user',
+        username: 'demo',
+        name: 'Demo User',
+        email: 'demo@example.com',
+        roles,
+        ttlSeconds: 8 * 3600,
+      })
+      .then((token) => {
+        const curl = `curl -H 'Authorization: Bearer ${token}' ${url}${path}`
+        logger.info({ curl, roles }, `local mode ready; try: ${curl}`)
+      })
+      .catch((error: unknown) => logger.error({ err: error }, 'cannot sign the demo token'))
+  })
+}
