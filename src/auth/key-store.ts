@@ -20,7 +20,11 @@ export interface KeySet {
 export interface KeyStore {
   /** The current key set, fetched on first use; throws KeyFetchError only while no set was ever fetched. */
   load(): Promise<KeySet>
-  /** A fresh key set after an unknown kid, or null when the cooldown (or a failure just now) forbids a fetch. */
+  /**
+   * A fresh key set after an unknown kid, or null when the cooldown forbids
+   * a fetch; throws KeyFetchError when the provider cannot be reached, so the
+   * caller answers 503 (keys unavailable) rather than 401 (unknown kid).
+   */
   refetchForUnknownKid(): Promise<KeySet | null>
   /** Starts a background refresh once the set is older than the max age; never throws, never waits. */
   refreshIfStale(): void
@@ -142,17 +146,17 @@ export function createKeyStore(options: {
     },
 
     async refetchForUnknownKid() {
-      if (inFlight !== undefined) return inFlight.catch(() => null)
+      if (inFlight !== undefined) return inFlight
       const startedAtMs = now()
-      if (
-        lastUnknownKidFetchAtMs !== undefined &&
-        startedAtMs - lastUnknownKidFetchAtMs < cooldownMs
-      ) {
+      if (lastUnknownKidFetchAtMs !== undefined && startedAtMs - lastUnknownKidFetchAtMs < cooldownMs) {
+        // The permitted re-fetch happened; if it failed, the provider is still the problem, not the token.
+        if (lastFailure !== undefined && lastFailure.atMs >= lastUnknownKidFetchAtMs) throw lastFailure.error
         return null
       }
-      if (closing.signal.aborted || failedWithin(RETRY_AFTER_FAILURE_MS)) return null
+      if (closing.signal.aborted) return null
+      if (lastFailure !== undefined && failedWithin(RETRY_AFTER_FAILURE_MS)) throw lastFailure.error
       lastUnknownKidFetchAtMs = startedAtMs
-      return startFetch().catch(() => null)
+      return startFetch()
     },
 
     current() {

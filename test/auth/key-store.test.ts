@@ -217,3 +217,37 @@ t.test('rewriteToDiscoveryOrigin only rewrites jwks_uri on the issuer origin', a
   const same = 'https://id.example.com/realms/x/certs'
   t.equal(rewriteToDiscoveryOrigin({ issuer, discoveryUrl: issuer, jwksUri: same }), same)
 })
+
+t.test(
+  'a new kid while the provider is down: keys_unavailable (503), not unknown_kid, until the provider is back',
+  async (t) => {
+    const fixture = await setUpVerifier(t, { oidc: () => ({ jwksCooldownS: 10 }) })
+    const { server, verifier, clock } = fixture
+    t.equal((await verifier.verify(await server.sign({ sub: 'known' }))).sub, 'known')
+    const [knownKid] = server.publishedKids()
+    const rotated = await server.addKey({ alg: 'ES256' })
+    const rotatedToken = await server.sign({ sub: 'rotated' }, { kid: rotated })
+    server.setAvailability('status-503')
+    const first = await refusalOf(verifier.verify(rotatedToken))
+    t.equal((first as AuthError).result, 'keys_unavailable', 'the permitted re-fetch failed')
+    t.equal((first as AuthError).kind, 'keys_unavailable')
+    const withinCooldown = await refusalOf(verifier.verify(rotatedToken))
+    t.equal(
+      (withinCooldown as AuthError).result,
+      'keys_unavailable',
+      'still the provider, within the cooldown',
+    )
+    t.equal(
+      (await verifier.verify(await server.sign({ sub: 'known-2' }, { kid: knownKid }))).sub,
+      'known-2',
+      'known keys still verify',
+    )
+    server.setAvailability('up')
+    clock.advance(10_001)
+    t.equal(
+      (await verifier.verify(rotatedToken)).sub,
+      'rotated',
+      'verifies once the provider is back',
+    )
+  },
+)
