@@ -5,10 +5,18 @@
  */
 import pino from 'pino'
 import { ConfigError, loadConfig } from './config.js'
+import { isEmbeddedPostgresInstalled } from './db/embedded.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
+  // Checked first: in the Docker image, a missing DATABASE_URL is the mistake to name.
+  if (!process.env.DATABASE_URL?.trim() && !isEmbeddedPostgresInstalled()) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      'is required: this installation has no embedded PostgreSQL',
+    )
+  }
   config = loadConfig()
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error

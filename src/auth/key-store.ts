@@ -148,9 +148,13 @@ export function createKeyStore(options: {
     async refetchForUnknownKid() {
       if (inFlight !== undefined) return inFlight
       const startedAtMs = now()
-      if (lastUnknownKidFetchAtMs !== undefined && startedAtMs - lastUnknownKidFetchAtMs < cooldownMs) {
+      if (
+        lastUnknownKidFetchAtMs !== undefined &&
+        startedAtMs - lastUnknownKidFetchAtMs < cooldownMs
+      ) {
         // The permitted re-fetch happened; if it failed, the provider is still the problem, not the token.
-        if (lastFailure !== undefined && lastFailure.atMs >= lastUnknownKidFetchAtMs) throw lastFailure.error
+        if (lastFailure !== undefined && lastFailure.atMs >= lastUnknownKidFetchAtMs)
+          throw lastFailure.error
         return null
       }
       if (closing.signal.aborted) return null

