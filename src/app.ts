@@ -1,14 +1,28 @@
-import Fastify, { type FastifyError, type FastifyInstance, LogController } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import Fastify, {
+  type ConnectionError,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from 'fastify'
 import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
-import { type ProblemKind, sendProblem } from './http/problem.js'
+import {
+  buildProblem,
+  PROBLEM_CONTENT_TYPE,
+  type ProblemKind,
+  sendProblem,
+} from './http/problem.js'
 import type { Metrics } from './metrics.js'
 import { registerAppsRoutes } from './routes/apps.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
 import { registerProbeRoutes } from './routes/probes.js'
-import { registerShellRoutes, shellSchemas } from './routes/shell.js'
+import { sharedSchemas } from './routes/response-schemas.js'
+import { registerShellRoutes } from './routes/shell.js'
 import type { SnapshotSource } from './routes/snapshot-source.js'
 
 export interface AppDeps {
@@ -39,11 +53,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     forceCloseConnections: 'idle',
     // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
     frameworkErrors: (error, _request, reply) => {
-      sendProblem(reply, 'badRequest', describeClientError(error))
+      // The router's only parameter is an app key: one past its length limit names no app.
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') sendProblem(reply, 'notFound', 'no such app')
+      else sendProblem(reply, 'badRequest', describeClientError(error))
     },
+    // Requests the HTTP parser refuses (a malformed request line, oversized headers) never reach a route.
+    clientErrorHandler: writeClientErrorProblem,
   }) as unknown as FastifyInstance
 
-  for (const schema of shellSchemas) app.addSchema(schema)
+  for (const schema of sharedSchemas) app.addSchema(schema)
 
   app.addHook('onResponse', (request, reply, done) => {
     deps.metrics.httpRequestDuration.observe(
@@ -77,14 +95,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     ),
   )
 
+  const sendMethodNotAllowed = (reply: FastifyReply) =>
+    sendProblem(reply, 'methodNotAllowed', 'only GET and HEAD are allowed', {
+      allow: 'GET, HEAD',
+    })
   for (const url of API_PATHS) {
     app.route({
       method: [...OTHER_METHODS],
       url,
-      handler: (_request, reply) =>
-        sendProblem(reply, 'methodNotAllowed', 'only GET and HEAD are allowed', {
-          allow: 'GET, HEAD',
-        }),
+      // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
+      onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
+      handler: (_request, reply) => sendMethodNotAllowed(reply),
     })
   }
 
@@ -100,4 +121,28 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 /** Fastify's own messages describe the request, not the server; they are safe to return. */
 function describeClientError(error: Error): string {
   return error.message.replace(/\s+/g, ' ').slice(0, 200) || 'the request is not valid'
+}
+
+/**
+ * Answers what the HTTP parser refused as a problem too, as fastify's default
+ * handler would but in the contract's format, then closes the connection:
+ * after a parse error the rest of its bytes cannot be trusted.
+ */
+function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {
+  // A reset connection has no one left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'the request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request did not arrive in time']
+        : [400, 'the request is not valid HTTP']
+  const body = JSON.stringify(buildProblem('badRequest', detail, status))
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy(error)
 }

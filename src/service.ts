@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
@@ -108,12 +109,16 @@ export async function startService(
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${boundPort}`
 
+    // Ends the retries below when the service closes before the database was ever reached.
+    const preparation = new AbortController()
+    releasers.add('database preparation', () => preparation.abort())
     const started = prepareDatabaseThenFeed({
       config,
       logger,
       sql,
       embedded: location.embedded,
       feed,
+      signal: preparation.signal,
     })
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
@@ -136,28 +141,34 @@ export async function startService(
   }
 }
 
-/** Migrations and seeds, retried while the database cannot be reached; a broken migration is fatal. */
+/**
+ * Migrations and seeds, retried while the database cannot be reached; a
+ * broken migration is fatal. Closing the service ends the retries (the pool
+ * is gone then) and resolves without starting the feed.
+ */
 async function prepareDatabaseThenFeed(context: {
   config: Config
   logger: Logger
   sql: ReturnType<typeof connectDatabase>
   embedded: boolean
   feed: SnapshotFeed
+  signal: AbortSignal
 }): Promise<void> {
-  const { config, logger, sql, embedded, feed } = context
-  for (let attempt = 1; ; attempt += 1) {
+  const { config, logger, sql, embedded, feed, signal } = context
+  for (let attempt = 1; !signal.aborted; attempt += 1) {
     try {
       if (config.migrate === 'auto') await migrateDatabase(sql, { logger })
       if (embedded) await seedEmptyDatabase(sql, logger)
       break
     } catch (error) {
       if (error instanceof MigrationError) throw error
+      if (signal.aborted) return
       const retryInMs = computeBackoffMs(attempt)
       logger.warn({ err: error, attempt, retryInMs }, 'database not ready for migrations; retrying')
-      await new Promise((resolve) => setTimeout(resolve, retryInMs))
+      await sleep(retryInMs, undefined, { signal }).catch(() => {})
     }
   }
-  feed.start()
+  if (!signal.aborted) feed.start()
 }
 
 function localOidcConfig(issuer: string): OidcConfig {

@@ -3,6 +3,7 @@ import type { TokenVerifier } from '../auth/verify-token.js'
 import { problemSchema } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
 import { sendNotReady, sendTagged } from './cache-headers.js'
+import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
@@ -21,27 +22,8 @@ export function registerAppsRoutes(
   )
 }
 
-const nullableString = { type: ['string', 'null'] }
 const appsResponses = {
-  200: {
-    type: 'object',
-    required: ['apps'],
-    properties: {
-      apps: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['key', 'name', 'description', 'homeUrl'],
-          properties: {
-            key: { type: 'string' },
-            name: { type: 'string' },
-            description: nullableString,
-            homeUrl: nullableString,
-          },
-        },
-      },
-    },
-  },
+  200: appsBodySchema,
   304: { type: 'null' },
   401: problemSchema,
   503: problemSchema,

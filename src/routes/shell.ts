@@ -4,6 +4,7 @@ import { APP_KEY_PATTERN } from '../definitions/schema.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
 import { sendNotReady, sendTagged } from './cache-headers.js'
+import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
@@ -41,80 +42,6 @@ export function registerShellRoutes(
     },
   )
 }
-
-const nullableString = { type: ['string', 'null'] }
-const menuItemSchema = {
-  $id: 'menuItem',
-  type: 'object',
-  required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
-  properties: {
-    id: { type: 'string' },
-    kind: { enum: ['link', 'search', 'action'] },
-    label: { type: 'string' },
-    icon: nullableString,
-    href: nullableString,
-    external: { type: 'boolean' },
-    children: { type: 'array', items: { $ref: 'menuItem#' } },
-  },
-}
-const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
-
-/** The shell response as the contract fixes it; documentation only, since the bytes are precomputed. */
-export const shellBodySchema = {
-  type: 'object',
-  required: ['app', 'branding', 'user', 'menus'],
-  properties: {
-    app: {
-      type: 'object',
-      required: ['key', 'name', 'description', 'homeUrl'],
-      properties: {
-        key: { type: 'string' },
-        name: { type: 'string' },
-        description: nullableString,
-        homeUrl: nullableString,
-      },
-    },
-    branding: {
-      type: 'object',
-      required: [
-        'productName',
-        'logoUrl',
-        'faviconUrl',
-        'primaryColor',
-        'accentColor',
-        'footerText',
-        'theme',
-      ],
-      properties: {
-        productName: { type: 'string' },
-        logoUrl: nullableString,
-        faviconUrl: nullableString,
-        primaryColor: nullableString,
-        accentColor: nullableString,
-        footerText: nullableString,
-        theme: { type: 'object' },
-      },
-    },
-    user: {
-      type: 'object',
-      required: ['sub', 'username', 'name', 'email', 'roles'],
-      properties: {
-        sub: { type: 'string' },
-        username: nullableString,
-        name: nullableString,
-        email: nullableString,
-        roles: { type: 'array', items: { type: 'string' } },
-      },
-    },
-    menus: {
-      type: 'object',
-      required: ['topbar', 'sidebar', 'footer', 'user-menu'],
-      properties: { topbar: menuList, sidebar: menuList, footer: menuList, 'user-menu': menuList },
-    },
-  },
-}
-
-export const shellSchemas = [menuItemSchema]
 
 const shellResponses = {
   200: shellBodySchema,

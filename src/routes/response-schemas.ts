@@ -1,0 +1,89 @@
+/**
+ * Response schemas of the API as the contract fixes them. The 200 bodies are
+ * precomputed bytes, so these document and are checked by tests; fastify's
+ * serializer never runs on the hot path.
+ */
+const nullableString = { type: ['string', 'null'] }
+
+/** One app as `app` in the shell response and as an entry of the apps inventory. */
+const appSummarySchema = {
+  type: 'object',
+  required: ['key', 'name', 'description', 'homeUrl'],
+  properties: {
+    key: { type: 'string' },
+    name: { type: 'string' },
+    description: nullableString,
+    homeUrl: nullableString,
+  },
+}
+
+export const menuItemSchema = {
+  $id: 'menuItem',
+  type: 'object',
+  required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
+  properties: {
+    id: { type: 'string' },
+    kind: { enum: ['link', 'search', 'action'] },
+    label: { type: 'string' },
+    icon: nullableString,
+    href: nullableString,
+    external: { type: 'boolean' },
+    children: { type: 'array', items: { $ref: 'menuItem#' } },
+  },
+}
+const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
+
+/** The shell response as the contract fixes it; documentation only, since the bytes are precomputed. */
+export const shellBodySchema = {
+  type: 'object',
+  required: ['app', 'branding', 'user', 'menus'],
+  properties: {
+    app: appSummarySchema,
+    branding: {
+      type: 'object',
+      required: [
+        'productName',
+        'logoUrl',
+        'faviconUrl',
+        'primaryColor',
+        'accentColor',
+        'footerText',
+        'theme',
+      ],
+      properties: {
+        productName: { type: 'string' },
+        logoUrl: nullableString,
+        faviconUrl: nullableString,
+        primaryColor: nullableString,
+        accentColor: nullableString,
+        footerText: nullableString,
+        theme: { type: 'object' },
+      },
+    },
+    user: {
+      type: 'object',
+      required: ['sub', 'username', 'name', 'email', 'roles'],
+      properties: {
+        sub: { type: 'string' },
+        username: nullableString,
+        name: nullableString,
+        email: nullableString,
+        roles: { type: 'array', items: { type: 'string' } },
+      },
+    },
+    menus: {
+      type: 'object',
+      required: ['topbar', 'sidebar', 'footer', 'user-menu'],
+      properties: { topbar: menuList, sidebar: menuList, footer: menuList, 'user-menu': menuList },
+    },
+  },
+}
+
+export const appsBodySchema = {
+  type: 'object',
+  required: ['apps'],
+  properties: { apps: { type: 'array', items: appSummarySchema } },
+}
+
+/** Schemas referenced by `$ref` from the response schemas; added to the fastify instance. */
+export const sharedSchemas = [menuItemSchema]

@@ -1,0 +1,116 @@
+import t from 'tap'
+import { bearer, httpRequest, rawRequest } from '../helpers/http-client.js'
+import { expectProblem } from '../helpers/problem.js'
+import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
+import { waitUntil } from '../helpers/wait.js'
+
+/** GET /api/v1/apps: the inventory, sorted by key, with the shell's caching rules. */
+
+const logs = createLogCapture()
+const db = await createSeededDatabase(t)
+await db.sql`
+  insert into shell.apps (app_key, name, description, home_url) values
+    ('zeta', 'Zeta', 'Last one', '/zeta'),
+    ('crm-legacy', 'Old CRM', null, null),
+    ('0-tools', 'Tools', null, '/tools'),
+    ('alpha', 'Alpha', null, null)`
+const { url, token, service } = await startTestService(t, { logs, db })
+const APPS = '/api/v1/apps'
+const viewer = await token({ sub: 'viewer' })
+
+t.test('every app, sorted by key, each with key, name, description and homeUrl', async (t) => {
+  const response = await httpRequest(url, APPS, bearer(viewer))
+  t.equal(response.status, 200)
+  t.equal(response.headers['content-type'], 'application/json; charset=utf-8')
+  const body = response.json<{ apps: Record<string, unknown>[] }>()
+  t.same(Object.keys(body), ['apps'])
+  t.same(
+    body.apps.map((app) => app.key),
+    ['0-tools', 'alpha', 'crm', 'crm-legacy', 'zeta'],
+  )
+  for (const app of body.apps)
+    t.same(Object.keys(app), ['key', 'name', 'description', 'homeUrl'], `${app.key}: every key`)
+  t.strictSame(body.apps[3], {
+    key: 'crm-legacy',
+    name: 'Old CRM',
+    description: null,
+    homeUrl: null,
+  })
+  t.strictSame(body.apps[2], {
+    key: 'crm',
+    name: 'CRM',
+    description:
+      'Customer relationship management: contacts, accounts, the sales pipeline and customer activities.',
+    homeUrl: '/crm',
+  })
+})
+
+t.test('the inventory does not depend on the caller', async (t) => {
+  const a = await httpRequest(url, APPS, bearer(viewer))
+  const b = await httpRequest(url, APPS, bearer(await token({ sub: 'x', roles: ['crm-admin'] })))
+  t.same(a.body, b.body)
+  t.equal(a.headers.etag, b.headers.etag)
+})
+
+t.test('ETag, Cache-Control, Vary and If-None-Match as on the shell endpoint', async (t) => {
+  const response = await httpRequest(url, APPS, bearer(viewer))
+  const etag = String(response.headers.etag)
+  t.match(etag, /^"[^"]+"$/, 'strong tag')
+  t.equal(response.headers['cache-control'], 'private, no-cache')
+  t.equal(response.headers.vary, 'Authorization')
+  for (const header of [etag, `"x", ${etag}`, `W/${etag}`, '*']) {
+    const conditional = await httpRequest(url, APPS, bearer(viewer, { 'if-none-match': header }))
+    t.equal(conditional.status, 304, `If-None-Match: ${header}`)
+    t.equal(conditional.body.length, 0)
+    t.equal(conditional.headers.etag, etag)
+    t.equal(conditional.headers['cache-control'], 'private, no-cache')
+    t.equal(conditional.headers.vary, 'Authorization')
+  }
+  const other = await httpRequest(url, APPS, bearer(viewer, { 'if-none-match': '"other"' }))
+  t.equal(other.status, 200)
+  t.same(other.body, response.body)
+  const anonymous = await httpRequest(url, APPS, { headers: { 'if-none-match': '*' } })
+  expectProblem(t, anonymous, 401)
+  t.equal(anonymous.headers['www-authenticate'], 'Bearer realm="shell"')
+})
+
+t.test('HEAD: the headers of the GET, content-length included, and no body', async (t) => {
+  const get = await httpRequest(url, APPS, bearer(viewer))
+  const head = await rawRequest(
+    url,
+    `HEAD ${APPS} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${viewer}\r\nConnection: close\r\n\r\n`,
+  )
+  t.equal(head.status, 200)
+  t.equal(head.body.length, 0)
+  t.equal(head.headers['content-length'], String(get.body.length))
+  for (const name of ['etag', 'cache-control', 'vary', 'content-type'])
+    t.equal(head.headers[name], get.headers[name], name)
+  const anonymousHead = await rawRequest(
+    url,
+    `HEAD ${APPS} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+  )
+  t.equal(anonymousHead.status, 401)
+  t.equal(anonymousHead.headers['www-authenticate'], 'Bearer realm="shell"')
+  t.equal(anonymousHead.body.length, 0)
+})
+
+t.test('a new app committed in the database joins the inventory with a new tag', async (t) => {
+  const before = await httpRequest(url, APPS, bearer(viewer))
+  await db.sql`insert into shell.apps (app_key, name) values ('beta', 'Beta')`
+  let after = before
+  await waitUntil(async () => {
+    after = await httpRequest(url, APPS, bearer(viewer))
+    return after.headers.etag !== before.headers.etag
+  }, 'the new app')
+  t.same(
+    after.json<{ apps: { key: string }[] }>().apps.map((app) => app.key),
+    ['0-tools', 'alpha', 'beta', 'crm', 'crm-legacy', 'zeta'],
+  )
+  const shell = await httpRequest(url, '/api/v1/shell/beta', bearer(viewer))
+  t.equal(shell.status, 200, 'and its shell is served')
+  t.equal(service.feed.current()?.appCount, 6)
+})
+
+t.test('no log line holds a token or its signature', async (t) => {
+  t.same(logs.leaks(), [])
+})

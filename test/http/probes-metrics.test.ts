@@ -1,0 +1,179 @@
+import { connect, createServer, type Server, type Socket } from 'node:net'
+import t from 'tap'
+import { findFreePort } from '../../src/db/embedded.js'
+import { bearer, httpRequest } from '../helpers/http-client.js'
+import { startJwksServer } from '../helpers/jwks-server.js'
+import {
+  createLogCapture,
+  createSeededDatabase,
+  signCaller,
+  startTestService,
+} from '../helpers/service.js'
+import { waitUntil } from '../helpers/wait.js'
+
+/** /healthz, /readyz and /metrics: no token, and what section 5 and 10 promise. */
+
+const logs = createLogCapture()
+const db = await createSeededDatabase(t)
+
+t.test('/healthz and /readyz once the snapshot is loaded', async (t) => {
+  const { url, service } = await startTestService(t, { logs, db })
+  const health = await httpRequest(url, '/healthz')
+  t.equal(health.status, 200)
+  t.match(health.headers['content-type'], /^application\/json/)
+  t.strictSame(health.json(), { status: 'ok' })
+
+  const ready = await httpRequest(url, '/readyz')
+  t.equal(ready.status, 200)
+  t.match(ready.headers['content-type'], /^application\/json/)
+  const body = ready.json<{ status: string; snapshot: Record<string, unknown> }>()
+  t.same(Object.keys(body), ['status', 'snapshot'])
+  t.equal(body.status, 'ready')
+  t.same(Object.keys(body.snapshot), ['version', 'loadedAt', 'apps'])
+  t.equal(body.snapshot.version, service.feed.current()?.version)
+  t.type(body.snapshot.version, 'string')
+  t.equal(body.snapshot.apps, 1)
+  const loadedAt = String(body.snapshot.loadedAt)
+  t.equal(new Date(loadedAt).toISOString(), loadedAt, 'an ISO timestamp')
+  t.ok(Date.parse(loadedAt) <= Date.now())
+  const withGarbageAuth = await httpRequest(url, '/readyz', {
+    headers: { authorization: 'Bearer garbage' },
+  })
+  t.equal(withGarbageAuth.status, 200, 'probes ignore Authorization')
+})
+
+t.test(
+  '/readyz: 503 not_ready before the first snapshot, 200 once the database is reachable',
+  async (t) => {
+    const port = await findFreePort()
+    const target = new URL(db.url)
+    const reachableLater = new URL(db.url)
+    reachableLater.hostname = '127.0.0.1'
+    reachableLater.port = String(port)
+    const { url, service } = await startTestService(t, {
+      logs,
+      db,
+      env: { DATABASE_URL: reachableLater.toString() },
+      waitForSnapshot: false,
+    })
+    const notReady = await httpRequest(url, '/readyz')
+    t.equal(notReady.status, 503)
+    t.match(notReady.headers['content-type'], /^application\/json/)
+    const body = notReady.json()
+    t.same(Object.keys(body).sort(), ['reason', 'status'])
+    t.equal(body.status, 'not_ready')
+    t.type(body.reason, 'string')
+    t.notMatch(String(body.reason), new RegExp(target.password || 'no-password-in-url'))
+    t.equal((await httpRequest(url, '/healthz')).status, 200, 'healthy while not ready')
+
+    // The database "comes up": a forwarder on the port the service was told to use.
+    const forwarder = await forwardPort(port, target.hostname, Number(target.port))
+    t.teardown(() => forwarder.close())
+    await waitUntil(async () => (await httpRequest(url, '/readyz')).status === 200, 'readiness')
+    t.ok(service.feed.current(), 'the first snapshot is loaded')
+    await service.close()
+  },
+)
+
+t.test('/readyz does not depend on the identity provider', async (t) => {
+  const provider = await startJwksServer(t)
+  const { url } = await startTestService(t, { logs, db, jwks: provider })
+  const token = await signCaller(provider, { roles: ['crm-sales'] })
+  await provider.close()
+  t.equal((await httpRequest(url, '/readyz')).status, 200, 'ready with the provider down')
+  t.equal((await httpRequest(url, '/api/v1/apps', bearer(token))).status, 503, 'but keys are not')
+  t.equal((await httpRequest(url, '/readyz')).status, 200, 'and still ready after that')
+})
+
+const METRICS: [string, string][] = [
+  ['shell_http_request_duration_seconds', 'histogram'],
+  ['shell_snapshot_loaded', 'gauge'],
+  ['shell_snapshot_age_seconds', 'gauge'],
+  ['shell_snapshot_reloads_total', 'counter'],
+  ['shell_snapshot_reload_duration_seconds', 'histogram'],
+  ['shell_token_verifications_total', 'counter'],
+  ['shell_token_cache_total', 'counter'],
+  ['shell_feed_listening', 'gauge'],
+  ['shell_jwks_fetches_total', 'counter'],
+]
+
+t.test('/metrics: every name of section 10 and the process metrics, without a token', async (t) => {
+  const { url, jwks, service } = await startTestService(t, { logs, db, defaultMetrics: true })
+  const token = await signCaller(jwks, { roles: ['crm-sales'] })
+  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+  t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
+  await waitUntil(
+    async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
+    'LISTEN',
+  )
+
+  const response = await httpRequest(url, '/metrics')
+  t.equal(response.status, 200)
+  t.match(response.headers['content-type'], /^text\/plain/)
+  const text = response.text
+  for (const [name, type] of METRICS) t.match(text, `# TYPE ${name} ${type}\n`, name)
+  t.match(text, /^process_cpu_user_seconds_total \d/m, "prom-client's process metrics")
+  const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
+  t.equal(sample('shell_snapshot_loaded'), '1')
+  t.equal(sample('shell_feed_listening'), '1')
+  t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
+  t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
+  t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
+  t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
+  t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
+  for (const result of [
+    'ok',
+    'expired',
+    'invalid_signature',
+    'unknown_kid',
+    'invalid_audience',
+    'invalid_issuer',
+    'malformed',
+    'keys_unavailable',
+  ])
+    t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
+  t.match(
+    text,
+    /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 2$/m,
+    'requests counted by route template, method and status',
+  )
+  t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
+  t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
+})
+
+t.test('no log line holds a token or its signature', async (t) => {
+  t.same(logs.leaks(), [])
+})
+
+/** A TCP forwarder on a given port: the database "appearing" where the service looks for it. */
+async function forwardPort(
+  port: number,
+  targetHost: string,
+  targetPort: number,
+): Promise<{ close(): Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((client) => {
+    const upstream = connect(targetPort, targetHost)
+    sockets.add(client).add(upstream)
+    const drop = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.pipe(upstream).pipe(client)
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', resolve)
+  })
+  return {
+    async close() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
