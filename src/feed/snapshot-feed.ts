@@ -82,6 +82,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let listenTimer: NodeJS.Timeout | undefined
   let probeTimer: NodeJS.Timeout | undefined
   let probeCount = 0
+  let probing = false
   let pendingProbe: { payload: string; resolve: () => void } | undefined
 
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
@@ -128,6 +129,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       )
       reloading = false
       if (!closed) scheduleReload(retryInMs, true)
+      // The database may be gone for the listener too: check it now rather than at the next tick.
+      scheduleProbe(0)
       return
     }
     reloading = false
@@ -197,10 +200,17 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     requestReload()
   }
 
+  function scheduleProbe(delayMs: number): void {
+    if (closed || probing) return
+    clearTimeout(probeTimer)
+    probeTimer = setTimeout(() => void probeListener(), delayMs)
+  }
+
   /** Sends a notification through the pool and expects it back on the listening connection. */
   async function probeListener(): Promise<void> {
     probeTimer = undefined
     if (closed) return
+    probing = true
     let nextProbeInMs = probeIntervalMs
     const client = listener
     if (client !== undefined) {
@@ -226,7 +236,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         pendingProbe = undefined
       }
     }
-    if (!closed) probeTimer = setTimeout(() => void probeListener(), nextProbeInMs)
+    probing = false
+    scheduleProbe(nextProbeInMs)
   }
 
   function restartListener(): void {
@@ -257,7 +268,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       // The first load does not wait for LISTEN: a database that allows reads but not
       // LISTEN (a pooler misconfiguration) still gives a ready instance, and a warning.
       requestReload()
-      probeTimer = setTimeout(() => void probeListener(), probeIntervalMs)
+      scheduleProbe(probeIntervalMs)
     },
     async close() {
       closed = true

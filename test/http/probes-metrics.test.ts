@@ -9,6 +9,7 @@ import {
   signCaller,
   startTestService,
 } from '../helpers/service.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /** /healthz, /readyz and /metrics: no token, and what section 5 and 10 promise. */
@@ -72,6 +73,39 @@ t.test(
     await waitUntil(async () => (await httpRequest(url, '/readyz')).status === 200, 'readiness')
     t.ok(service.feed.current(), 'the first snapshot is loaded')
     await service.close()
+  },
+)
+
+t.test(
+  'losing the database after the first load keeps the instance ready and serving',
+  async (t) => {
+    const target = new URL(db.url)
+    const proxy = await startTcpProxy(target.hostname, Number(target.port))
+    t.teardown(() => proxy.close())
+    const { url, service, token } = await startTestService(t, {
+      logs,
+      db,
+      env: { DATABASE_URL: proxy.route(db.url) },
+    })
+    const caller = bearer(await token({ roles: ['crm-sales'] }))
+    const before = await httpRequest(url, '/api/v1/shell/crm', caller)
+    t.equal(before.status, 200)
+    // The database becomes unreachable: every connection reset, new ones refused.
+    await proxy.close()
+    service.feed.requestReload()
+    await waitUntil(
+      async () =>
+        (await httpRequest(url, '/metrics')).body.includes(
+          'shell_snapshot_reloads_total{result="error"} 1',
+        ),
+      'a failed reload',
+    )
+    const ready = await httpRequest(url, '/readyz')
+    t.equal(ready.status, 200, 'still ready on the last snapshot')
+    const during = await httpRequest(url, '/api/v1/shell/crm', caller)
+    t.equal(during.status, 200, 'still serving')
+    t.equal(during.headers.etag, before.headers.etag, 'the same content')
+    t.match((await httpRequest(url, '/metrics')).body, /shell_feed_listening 0/)
   },
 )
 
