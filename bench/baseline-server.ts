@@ -1,0 +1,86 @@
+/**
+ * The baseline: bare fastify sending the very bytes and headers the service
+ * sent for one real request, with no authentication and no lookup, so the
+ * ratio to it is what the service's own work costs. A second route runs
+ * only jose's `jwtVerify` on the Bearer token against the realm's key set
+ * held locally: the floor for a request with a token never seen before.
+ *
+ * `node --import tsx bench/baseline-server.ts CONFIG.json`, port from PORT.
+ */
+import { readFile } from 'node:fs/promises'
+import Fastify from 'fastify'
+import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose'
+
+export interface RecordedResponse {
+  /** Base64 of the body bytes. */
+  readonly body: string
+  /** The service's own headers, less those fastify sets itself (length, date, connection). */
+  readonly headers: Record<string, string>
+}
+
+export interface BaselineConfig {
+  readonly shell: RecordedResponse
+  readonly apps: RecordedResponse
+  readonly verify: {
+    readonly jwks: JSONWebKeySet
+    readonly issuer: string
+    readonly audience: string
+  }
+}
+
+const configFile = process.argv[2]
+if (configFile === undefined) throw new Error('usage: baseline-server.ts CONFIG.json')
+const config = JSON.parse(await readFile(configFile, 'utf8')) as BaselineConfig
+const shellBody = Buffer.from(config.shell.body, 'base64')
+const appsBody = Buffer.from(config.apps.body, 'base64')
+const keySet = createLocalJWKSet(config.verify.jwks)
+const verifyOptions = {
+  issuer: config.verify.issuer,
+  audience: config.verify.audience,
+  algorithms: ['RS256'],
+}
+
+const app = Fastify({ logger: false })
+
+app.get('/readyz', async () => ({ status: 'ready' }))
+
+app.get('/api/v1/shell/:appKey', (_request, reply) => {
+  reply.headers(config.shell.headers).send(shellBody)
+})
+
+app.get('/api/v1/apps', (_request, reply) => {
+  reply.headers(config.apps.headers).send(appsBody)
+})
+
+app.get('/verify-only/:appKey', async (request, reply) => {
+  const token = request.headers.authorization?.slice('Bearer '.length) ?? ''
+  try {
+    const { payload } = await jwtVerify(token, keySet, verifyOptions)
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(`{"sub":${JSON.stringify(payload.sub)}}`)
+  } catch {
+    return reply.code(401).send()
+  }
+})
+
+// Investigation only (BENCH_ONLY=new-token-body): the same verification, then the shell bytes,
+// to tell the cost of sending a 5 KiB body from the service's own overhead.
+app.get('/verify-then-shell/:appKey', async (request, reply) => {
+  const token = request.headers.authorization?.slice('Bearer '.length) ?? ''
+  try {
+    await jwtVerify(token, keySet, verifyOptions)
+    return reply.headers(config.shell.headers).send(shellBody)
+  } catch {
+    return reply.code(401).send()
+  }
+})
+
+await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    // An orderly exit, so that --cpu-prof writes its profile.
+    void app.close().then(() => process.exit(0))
+  })
+}
