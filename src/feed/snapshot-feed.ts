@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import postgres from 'postgres'
 import type { Sql } from '../db/connect.js'
-import { readSnapshotRows } from '../db/read-snapshot-rows.js'
+import { type AppRevisions, readSnapshotRows } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
-import { buildSnapshot } from '../snapshot/build.js'
+import { type BuildSnapshotOptions, buildSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotRows } from '../snapshot/types.js'
 import { computeBackoffMs } from './backoff.js'
 
@@ -21,7 +21,10 @@ export interface SnapshotFeedOptions {
   readonly logger: Logger
   readonly metrics: Metrics
   /** Turns rows into a snapshot; may be async (tests use that to commit during a reload). */
-  readonly build?: (rows: SnapshotRows) => Snapshot | Promise<Snapshot>
+  readonly build?: (
+    rows: SnapshotRows,
+    options: BuildSnapshotOptions,
+  ) => Snapshot | Promise<Snapshot>
   /** Wait after a notification before reloading, so a burst of commits costs one reload. */
   readonly coalesceMs?: number
   /** How often the listening connection is proven alive by a notification round trip. */
@@ -56,8 +59,7 @@ export interface SnapshotFeed {
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { sql, feedUrl, logger, metrics } = options
-  const build =
-    options.build ?? ((rows: SnapshotRows): Snapshot | Promise<Snapshot> => buildSnapshot(rows))
+  const build = options.build ?? buildSnapshot
   // 5 ms folds the statements of one import (several commits in a row) into one reload
   // while keeping the change-to-snapshot time far under the contract's 100 ms.
   const coalesceMs = options.coalesceMs ?? 5
@@ -67,6 +69,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const instanceId = randomBytes(6).toString('hex')
 
   let snapshot: Snapshot | undefined
+  // Revisions of the last successful read, so the next read takes only the apps that moved.
+  let knownRevisions: AppRevisions | undefined
+  // Set after every (re)listen: the next reload reads everything, whatever the revisions say.
+  let fullReadRequested = true
   let lastSuccessAt: number | null = null
   let lastError: string | null = null
   let closed = false
@@ -109,8 +115,15 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     reloading = true
     reloadAgain = false
     const stopTimer = metrics.snapshotReloadDuration.startTimer()
+    const fullRead = fullReadRequested
+    fullReadRequested = false
     try {
-      const next = await build(await readSnapshotRows(sql))
+      const read = await readSnapshotRows(sql, fullRead ? undefined : knownRevisions)
+      const next = await build(read.rows, {
+        ...(snapshot === undefined ? {} : { previous: snapshot }),
+        unchangedApps: read.unchangedApps,
+      })
+      knownRevisions = read.revisions
       stopTimer()
       metrics.snapshotReloads.inc({ result: 'success' })
       reloadFailures = 0
@@ -119,6 +132,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       swapSnapshot(next)
     } catch (error) {
       stopTimer()
+      fullReadRequested ||= fullRead
       metrics.snapshotReloads.inc({ result: 'error' })
       reloadFailures += 1
       lastError = describeDatabaseError(error)
@@ -173,6 +187,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
           metrics.feedListening.set(1)
           listenFailures = 0
           logger.info('listening for changes')
+          // Notifications sent while we were not listening are lost: read everything again.
+          fullReadRequested = true
           requestReload()
         },
       )

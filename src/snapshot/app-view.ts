@@ -18,11 +18,11 @@ export function createAppView(
   head: Buffer,
   menus: MenuTrees,
   variants: VariantCache,
+  /** Names this app's content in the variant cache, which outlives snapshots; ends with "\0". */
+  cacheKeyPrefix: string,
 ): AppView {
   const grantedRoles: ReadonlySet<string> = new ImmutableSet(menus.grantedRoles)
   const roleSetKey = createRoleSetKeyFunction(grantedRoles)
-  // App keys match ^[a-z0-9][a-z0-9-]*$, so "\0" cannot occur in them.
-  const cacheKeyPrefix = `${appKey}\0`
 
   const variant = (callerRoles: readonly string[]): ShellVariant => {
     const key = roleSetKey(callerRoles)

@@ -16,7 +16,7 @@ import type {
   Snapshot,
   SnapshotRows,
 } from './types.js'
-import { computeSnapshotVersion, type VersionedApp } from './version.js'
+import { computeAppHash, computeSnapshotVersion } from './version.js'
 
 export interface BuildSnapshotOptions {
   /** When the rows were read; defaults to now. */
@@ -25,7 +25,26 @@ export interface BuildSnapshotOptions {
   readonly variantCacheMaxEntries?: number
   /** Most bytes of variant tails (plus a fixed overhead each) kept across all apps. */
   readonly variantCacheMaxBytes?: number
+  /** The snapshot in service, whose built apps (and memoized variants) may be reused. */
+  readonly previous?: Snapshot
+  /** Apps known unchanged since `previous` (their revision did not move); their rows may be absent. */
+  readonly unchangedApps?: ReadonlySet<string>
 }
+
+/** What a snapshot keeps of each app, so that the next build can take it over as it is. */
+interface BuiltApp {
+  readonly view: AppView
+  readonly appJson: string
+  readonly hash: string
+}
+
+interface SnapshotInternals {
+  readonly apps: ReadonlyMap<string, BuiltApp>
+  readonly variants: VariantCache
+}
+
+/** Per snapshot, out of its public face: only the next build reads it. */
+const internalsOf = new WeakMap<Snapshot, SnapshotInternals>()
 
 /** Role sets per app are few in practice; this bounds a flood of unusual ones. */
 const DEFAULT_VARIANT_CACHE_MAX_ENTRIES = 10_000
@@ -42,8 +61,10 @@ const VARIANT_OVERHEAD_BYTES = 256
  * Turns one consistent read of the database into an immutable snapshot:
  * every app's head, menu trees and role set are prepared here, the apps
  * inventory is rendered, and response variants are rendered on demand and
- * memoized for the snapshot's lifetime. Rows that the database's constraints
- * forbid (orphans, cycles) are left out instead of failing the reload.
+ * memoized. Apps known unchanged since the previous snapshot are taken over
+ * from it whole, so a reload after a change to one app builds one app.
+ * Rows that the database's constraints forbid (orphans, cycles) are left out
+ * instead of failing the reload.
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
   const appRows = new Map<string, AppRow>()
@@ -55,36 +76,47 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   const itemsByApp = groupItemsByApp(rows.menuItems)
   const grantsByItemId = groupGrantsByItem(rows)
 
-  const variants: VariantCache = new LRUCache<string, ShellVariant>({
-    max: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
-    maxSize: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
-    sizeCalculation: (variant) => variant.tail.length + VARIANT_OVERHEAD_BYTES,
-  })
+  const previous = options.previous === undefined ? undefined : internalsOf.get(options.previous)
+  // One variant cache for the life of the feed: reused apps keep their warm variants, and
+  // keys carry the app's content hash, so a changed app's old variants are never served.
+  const variants: VariantCache =
+    previous?.variants ??
+    new LRUCache<string, ShellVariant>({
+      max: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
+      maxSize: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
+      sizeCalculation: (variant) => variant.tail.length + VARIANT_OVERHEAD_BYTES,
+    })
 
-  const views = new Map<string, AppView>()
-  const appJsons: string[] = []
-  const versionedApps: VersionedApp[] = []
+  const builtApps = new Map<string, BuiltApp>()
   for (const app of apps) {
     const { appKey } = app
+    const reusable = options.unchangedApps?.has(appKey) ? previous?.apps.get(appKey) : undefined
+    if (reusable !== undefined) {
+      builtApps.set(appKey, reusable)
+      continue
+    }
     const branding = brandingByApp.get(appKey)
     const menus = buildMenuTrees(itemsByApp.get(appKey) ?? [], grantsByItemId)
     const appJson = renderAppJson(app)
     const head = renderShellHead(appJson, renderBrandingJson(app, branding))
-    views.set(appKey, createAppView(appKey, head, menus, variants))
-    appJsons.push(appJson)
-    versionedApps.push({ app, branding, menus })
+    const hash = computeAppHash({ app, branding, menus })
+    // App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely.
+    const view = createAppView(appKey, head, menus, variants, `${appKey}\0${hash}\0`)
+    builtApps.set(appKey, { view, appJson, hash })
   }
 
-  return Object.freeze({
-    version: computeSnapshotVersion(versionedApps),
+  const built = [...builtApps.values()]
+  const snapshot: Snapshot = Object.freeze({
+    version: computeSnapshotVersion(built.map((entry) => entry.hash)),
     // A copy, so that the caller's Date object cannot move this snapshot's time.
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
     appCount: apps.length,
-    appsInventory: renderAppsInventory(appJsons),
-    app: (appKey: string) => views.get(appKey),
+    appsInventory: renderAppsInventory(built.map((entry) => entry.appJson)),
+    app: (appKey: string) => builtApps.get(appKey)?.view,
   })
+  internalsOf.set(snapshot, { apps: builtApps, variants })
+  return snapshot
 }
-
 function groupItemsByApp(items: readonly MenuItemRow[]): Map<string, MenuItemRow[]> {
   const itemsByApp = new Map<string, MenuItemRow[]>()
   for (const item of items) {

@@ -16,8 +16,17 @@ export interface VersionedApp {
  * already encodes the order by position, then id), so row ids, row order and
  * load time never change the version.
  */
-export function computeSnapshotVersion(appsByKey: readonly VersionedApp[]): string {
-  return contentTag(`[${appsByKey.map(describeApp).join(',')}]`)
+export function computeSnapshotVersion(appHashesByKey: readonly string[]): string {
+  return contentTag(appHashesByKey.join(','))
+}
+
+/**
+ * One app's share of the version, kept with the built app: a reload that
+ * reuses the app reuses its hash, so the version of an incremental build
+ * equals that of a full build of the same content.
+ */
+export function computeAppHash(app: VersionedApp): string {
+  return contentTag(describeApp(app))
 }
 
 // The descriptions are JSON built from the fragments the renderer already

@@ -306,3 +306,41 @@ t.test(
     t.equal((await metrics.snapshotLoaded.get()).values[0]?.value, 0)
   },
 )
+
+t.test(
+  'a change to one app reads and builds that app only; after a reconnect, everything',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM'), ('hr', 'HR')`
+    await db.sql`
+    insert into shell.menu_items (app_key, item_key, zone, label)
+    values ('crm', 'a', 'sidebar', 'A'), ('hr', 'b', 'sidebar', 'B')`
+    const reads: { items: string[]; unchanged: string[] }[] = []
+    const { feed, metrics } = startFeed(t, db.sql, db.url, {
+      build(rows, options) {
+        reads.push({
+          items: rows.menuItems.map((item) => item.appKey).sort(),
+          unchanged: [...(options.unchangedApps ?? [])].sort(),
+        })
+        return buildSnapshot(rows, options)
+      },
+    })
+    t.ok(await waitUntil(() => feed.current()?.appCount === 2))
+    t.same(reads[0], { items: ['crm', 'hr'], unchanged: [] }, 'the first load reads everything')
+    // Listening starts a full reload of its own; let it pass before changing anything.
+    t.ok(await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const hrView = feed.current()?.app('hr')
+    await db.sql`update shell.menu_items set label = 'A2' where app_key = 'crm'`
+    t.ok(await waitUntil(() => sidebarLabels(feed)?.join() === 'A2'))
+    t.same(reads.at(-1), { items: ['crm'], unchanged: ['hr'] }, 'only crm was read')
+    t.equal(feed.current()?.app('hr'), hrView, 'hr was taken over as it was')
+
+    const before = reads.length
+    await db.sql`
+    select pg_terminate_backend(pid) from pg_stat_activity
+    where datname = ${db.name} and application_name = 'shell-data-feed'`
+    t.ok(await waitUntil(() => reads.length > before), 'a reload after the reconnect')
+    t.same(reads[before], { items: ['crm', 'hr'], unchanged: [] }, 'which reads everything')
+  },
+)

@@ -1,0 +1,118 @@
+import type postgres from 'postgres'
+import t from 'tap'
+import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import { createTestDatabase } from '../helpers/database.js'
+
+const db = await createTestDatabase(t)
+const sql = db.sql
+
+await sql`insert into shell.apps (app_key, name) values ('crm', 'CRM'), ('hr', 'HR')`
+const [crmItem] = await sql<{ id: string }[]>`
+  insert into shell.menu_items (app_key, item_key, zone, label) values ('crm', 'a', 'sidebar', 'A') returning id`
+const [hrItem] = await sql<{ id: string }[]>`
+  insert into shell.menu_items (app_key, item_key, zone, label) values ('hr', 'a', 'sidebar', 'A') returning id`
+const crmItemId = crmItem?.id ?? ''
+const hrItemId = hrItem?.id ?? ''
+
+async function revisions(): Promise<Map<string, string>> {
+  const rows = await sql<{ app_key: string; revision: string }[]>`
+    select app_key, revision::text from shell.app_revisions`
+  return new Map(rows.map((row) => [row.app_key, row.revision]))
+}
+
+const changes: Array<[string, (sql: postgres.Sql) => Promise<unknown>]> = [
+  ['update of the app', (sql) => sql`update shell.apps set name = 'CRM 2' where app_key = 'crm'`],
+  ['insert of branding', (sql) => sql`insert into shell.branding (app_key) values ('crm')`],
+  [
+    'update of branding',
+    (sql) => sql`update shell.branding set footer_text = 'f' where app_key = 'crm'`,
+  ],
+  ['delete of branding', (sql) => sql`delete from shell.branding where app_key = 'crm'`],
+  [
+    'insert of an item',
+    (sql) =>
+      sql`insert into shell.menu_items (app_key, item_key, zone, label) values ('crm', 'b', 'footer', 'B')`,
+  ],
+  [
+    'update of an item',
+    (sql) => sql`update shell.menu_items set label = 'B2' where app_key = 'crm' and item_key = 'b'`,
+  ],
+  [
+    'delete of an item',
+    (sql) => sql`delete from shell.menu_items where app_key = 'crm' and item_key = 'b'`,
+  ],
+  [
+    'insert of a grant',
+    (sql) =>
+      sql`insert into shell.menu_role_grants (menu_item_id, role) values (${crmItemId}, 'r')`,
+  ],
+  [
+    'update of a grant',
+    (sql) => sql`update shell.menu_role_grants set role = 's' where menu_item_id = ${crmItemId}`,
+  ],
+  [
+    'delete of a grant',
+    (sql) => sql`delete from shell.menu_role_grants where menu_item_id = ${crmItemId}`,
+  ],
+]
+
+for (const [name, change] of changes) {
+  t.test(`${name} moves that app's revision and no other`, async (t) => {
+    const before = await revisions()
+    await change(sql)
+    const after = await revisions()
+    t.not(after.get('crm'), before.get('crm'), 'crm moved')
+    t.equal(after.get('hr'), before.get('hr'), 'hr did not')
+  })
+}
+
+t.test('a rolled-back change moves nothing', async (t) => {
+  const before = await revisions()
+  await sql
+    .begin(async (tx) => {
+      await tx`update shell.apps set name = 'never' where app_key = 'crm'`
+      throw new Error('rollback')
+    })
+    .catch(() => {})
+  t.same(await revisions(), before)
+})
+
+t.test(
+  "an incremental read returns every app row but only the moved apps' other rows",
+  async (t) => {
+    const first = await readSnapshotRows(sql)
+    t.same(first.unchangedApps, new Set(), 'a read without known revisions reads everything')
+    t.equal(first.rows.menuItems.length, 2)
+    const unchanged = await readSnapshotRows(sql, first.revisions)
+    t.same(unchanged.unchangedApps, new Set(['crm', 'hr']))
+    t.same(unchanged.rows.menuItems, [])
+    t.equal(unchanged.rows.apps.length, 2)
+    await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${hrItemId}, 'hr-admin')`
+    const moved = await readSnapshotRows(sql, first.revisions)
+    t.same(moved.unchangedApps, new Set(['crm']))
+    t.same(
+      moved.rows.menuItems.map((item) => item.appKey),
+      ['hr'],
+    )
+    t.same(moved.rows.grants, [{ menuItemId: hrItemId, role: 'hr-admin' }])
+  },
+)
+
+t.test(
+  'deleting an app with branding, items and grants works, and a new app gets a revision',
+  async (t) => {
+    await sql`insert into shell.branding (app_key) values ('hr')`
+    await sql`delete from shell.apps where app_key = 'hr'`
+    await sql`insert into shell.apps (app_key, name) values ('new', 'New')`
+    const read = await readSnapshotRows(sql)
+    t.same(read.rows.apps.map((app) => app.appKey).sort(), ['crm', 'new'])
+    t.ok(read.revisions.has('new'))
+  },
+)
+
+t.test('TRUNCATE moves every revision', async (t) => {
+  const before = await revisions()
+  await sql`truncate shell.menu_role_grants`
+  const after = await revisions()
+  for (const [appKey, revision] of before) t.not(after.get(appKey), revision, appKey)
+})
