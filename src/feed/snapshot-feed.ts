@@ -73,6 +73,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let knownRevisions: AppRevisions | undefined
   // Set after every (re)listen: the next reload reads everything, whatever the revisions say.
   let fullReadRequested = true
+  let listenedBefore = false
   let lastSuccessAt: number | null = null
   let lastError: string | null = null
   let closed = false
@@ -187,8 +188,13 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
           metrics.feedListening.set(1)
           listenFailures = 0
           logger.info('listening for changes')
-          // Notifications sent while we were not listening are lost: read everything again.
-          fullReadRequested = true
+          // Notifications sent while we were not listening are lost: reload. Revisions move
+          // with every commit, so the apps that changed meanwhile are read whatever was
+          // missed; after a reconnect everything is read anyway, in case rows were written
+          // around the triggers. The first LISTEN follows the first full read closely:
+          // a revision-based read is enough there, and keeps start-up to one full read.
+          if (listenedBefore) fullReadRequested = true
+          listenedBefore = true
           requestReload()
         },
       )

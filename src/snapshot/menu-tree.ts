@@ -2,8 +2,14 @@ import { renderItemOpenJson } from './render.js'
 import { type MenuItemRow, ZONES, type Zone } from './types.js'
 
 /** One reachable menu item, its children in display order, and its JSON serialized once. */
+/**
+ * One shown-or-hidden item, holding only what rendering and the version need:
+ * snapshots live long, and the loader's row objects would double the heap.
+ */
 export interface MenuNode {
-  readonly row: MenuItemRow
+  readonly position: number
+  /** False for a pure grouping, which is dropped when none of its children is shown. */
+  readonly hasHref: boolean
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
   readonly grants: readonly string[]
   readonly children: readonly MenuNode[]
@@ -86,7 +92,14 @@ export function buildMenuTrees(
       grants.length === 0 && children.every((child) => child.fixedJson !== null)
         ? `${openJson}${children.map((child) => child.fixedJson).join(',')}]}`
         : null
-    return Object.freeze({ row, grants, children, openJson, fixedJson })
+    return Object.freeze({
+      position: row.position,
+      hasHref: row.href !== null,
+      grants,
+      children,
+      openJson,
+      fixedJson,
+    })
   }
 
   const roots = new Map<Zone, readonly MenuNode[]>()

@@ -84,7 +84,7 @@ function renderVisibleNode(node: MenuNode, callerRoles: ReadonlySet<string>): st
   if (node.grants.length > 0 && !node.grants.some((role) => callerRoles.has(role))) return null
   if (node.fixedJson !== null) return node.fixedJson
   const childrenJson = renderVisibleNodes(node.children, callerRoles)
-  if (childrenJson === '' && node.row.href === null && node.children.length > 0) return null
+  if (childrenJson === '' && !node.hasHref && node.children.length > 0) return null
   return `${node.openJson}${childrenJson}]}`
 }
 

@@ -62,8 +62,8 @@ function describeNodes(nodes: readonly MenuNode[]): string {
   return nodes.map(describeNode).join(',')
 }
 
-function describeNode({ row, grants, openJson, children }: MenuNode): string {
-  return `[${JSON.stringify(row.position)},${JSON.stringify(grants)},${openJson}${describeNodes(children)}]}]`
+function describeNode({ position, grants, openJson, children }: MenuNode): string {
+  return `[${JSON.stringify(position)},${JSON.stringify(grants)},${openJson}${describeNodes(children)}]}]`
 }
 
 function describeUnreachable({ row, parentItemKey, grants }: UnreachableItem): unknown {
