@@ -10,13 +10,18 @@ export type JsonObject = Readonly<Record<string, unknown>>
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/
 
+/** Base64url without padding, as a compact JWT's segments are written (RFC 7515 section 2). */
+export function isBase64urlSegment(segment: string | undefined): segment is string {
+  return segment !== undefined && BASE64URL.test(segment)
+}
+
 /**
  * Decodes a header or payload segment defensively: anything that is not
  * base64url of a JSON object gives undefined instead of throwing, so callers
  * can use it on hostile input (diagnostics, cheap pre-checks).
  */
 export function decodeJsonSegment(segment: string | undefined): JsonObject | undefined {
-  if (segment === undefined || !BASE64URL.test(segment)) return undefined
+  if (!isBase64urlSegment(segment)) return undefined
   try {
     const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined

@@ -6,14 +6,26 @@ import { AuthError, toAuthError } from './errors.js'
 import { createFailureLog } from './failure-log.js'
 import { createKeyStore, type KeySet } from './key-store.js'
 import { createTokenCache } from './token-cache.js'
-import { decodeJsonSegment, MAX_TOKEN_CHARS, splitSignedSegments } from './token-segments.js'
+import {
+  decodeJsonSegment,
+  isBase64urlSegment,
+  type JsonObject,
+  MAX_TOKEN_CHARS,
+  splitSignedSegments,
+} from './token-segments.js'
 import { buildVerifiedCaller, type VerifiedCaller } from './verified-caller.js'
 
 export { AuthError } from './errors.js'
 export type { VerifiedCaller } from './verified-caller.js'
 
 export interface TokenVerifier {
-  /** Sync cache lookup for the hot path: the cached caller (counts a hit) or undefined (counts nothing). */
+  /**
+   * The hot path, one cache lookup either way: the cached caller at once
+   * (counts a hit; no promise, no microtask), else the verification under way
+   * (counts a miss and the verification result; rejects with AuthError only).
+   */
+  authenticate(token: string): VerifiedCaller | Promise<VerifiedCaller>
+  /** Sync cache lookup: the cached caller (counts a hit) or undefined (counts nothing). */
   cached(token: string): VerifiedCaller | undefined
   /** Cache, else full verification (counts a miss and the verification result). Rejects with AuthError only. */
   verify(token: string): Promise<VerifiedCaller>
@@ -70,6 +82,11 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     },
   })
   const failureLog = createFailureLog({ logger, enabled: options.failureLog, now })
+  const verifyOptions = buildVerifyOptions(oidc)
+  const verifyOptionsNow = (): JWTVerifyOptions => ({
+    ...verifyOptions,
+    currentDate: new Date(now()),
+  })
 
   function readCache(token: string): VerifiedCaller | undefined {
     if (token.length > MAX_TOKEN_CHARS) return undefined
@@ -81,42 +98,68 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     return caller
   }
 
+  /** The key set in hand, without a promise when there is one; else the first fetch. */
+  function loadKeySet(): KeySet | Promise<KeySet> {
+    const current = keyStore.current()
+    if (current === undefined) return keyStore.load()
+    keyStore.refreshIfStale()
+    return current
+  }
+
   async function verifyUncached(token: string): Promise<VerifiedCaller> {
-    const kid = precheckToken(token)
-    let keySet = await keyStore.load()
-    let payload: JWTPayload
+    const { payload: payloadSegment, header } = readHeader(token)
     try {
-      payload = await verifySignedToken(token, keySet, buildVerifyOptions(oidc, now))
+      const kid = checkHeader(header)
+      let keySet = await loadKeySet()
+      let payload: JWTPayload
+      try {
+        payload = await verifySignedToken(token, keySet, verifyOptionsNow())
+      } catch (error) {
+        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error
+        // The provider may have rotated keys since the last fetch; the store enforces the cooldown.
+        const refetched = await keyStore.refetchForUnknownKid()
+        if (refetched === null) throw error
+        keySet = refetched
+        payload = await verifySignedToken(token, keySet, verifyOptionsNow())
+      }
+      // jose's decoder also takes padding and whitespace, which this service has always refused.
+      if (!isBase64urlSegment(payloadSegment)) throw malformedPayload()
+      checkAccessTokenClaims(payload)
+      const caller = buildVerifiedCaller(payload, oidc.rolesClaim)
+      if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
+      return caller
     } catch (error) {
-      if (!(error instanceof errors.JWKSNoMatchingKey)) throw error
-      // The provider may have rotated keys since the last fetch; the store enforces the cooldown.
-      const refetched = await keyStore.refetchForUnknownKid()
-      if (refetched === null) throw error
-      keySet = refetched
-      payload = await verifySignedToken(token, keySet, buildVerifyOptions(oidc, now))
+      // A payload that is no JSON object is malformed whatever else is wrong, keys unavailable
+      // included (a 401, not a 503). Decoded only on this failure path, so a good token's payload
+      // is parsed once, by jose; the price: such a token reaches the key store (which rate-limits
+      // its fetches) before it is refused.
+      throw decodeJsonSegment(payloadSegment) === undefined ? malformedPayload() : error
     }
-    const caller = buildVerifiedCaller(checkAccessTokenClaims(payload), oidc.rolesClaim)
-    if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
-    return caller
+  }
+
+  async function verifyAndCount(token: string): Promise<VerifiedCaller> {
+    metrics.tokenCache.inc({ result: 'miss' })
+    try {
+      const caller = await verifyUncached(token)
+      metrics.tokenVerifications.inc({ result: 'ok' })
+      return caller
+    } catch (error) {
+      const authError = toAuthError(error)
+      metrics.tokenVerifications.inc({ result: authError.result })
+      failureLog.record(token, authError)
+      throw authError
+    }
   }
 
   return {
+    authenticate(token) {
+      return readCache(token) ?? verifyAndCount(token)
+    },
+
     cached: readCache,
 
     async verify(token) {
-      const hit = readCache(token)
-      if (hit !== undefined) return hit
-      metrics.tokenCache.inc({ result: 'miss' })
-      try {
-        const caller = await verifyUncached(token)
-        metrics.tokenVerifications.inc({ result: 'ok' })
-        return caller
-      } catch (error) {
-        const authError = toAuthError(error)
-        metrics.tokenVerifications.inc({ result: authError.result })
-        failureLog.record(token, authError)
-        throw authError
-      }
+      return readCache(token) ?? verifyAndCount(token)
     },
 
     close() {
@@ -126,23 +169,24 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
 }
 
-function buildVerifyOptions(oidc: OidcConfig, now: () => number): JWTVerifyOptions {
-  return {
+/** Everything but currentDate, which each verification sets. */
+function buildVerifyOptions(oidc: OidcConfig): Readonly<JWTVerifyOptions> {
+  return Object.freeze({
     algorithms: [...ALGORITHMS],
     issuer: oidc.issuer,
     audience: [...oidc.audiences],
     clockTolerance: oidc.clockToleranceS,
-    currentDate: new Date(now()),
     // exp bounds the cache entry; a token without it would be valid forever.
     requiredClaims: ['exp', 'sub'],
-  }
+  })
 }
 
 /**
- * Refuses what needs no key before the key set is touched, so garbage, `none`
- * and `HS*` tokens are a 401 even while the provider is down. Returns the kid.
+ * The first refusals, in the order they always had: an oversized token, then
+ * one that is not three segments with a JSON header. Decodes the header only:
+ * the payload is jose's to parse, and decoded here only when verification fails.
  */
-function precheckToken(token: string): string | undefined {
+function readHeader(token: string): { header: JsonObject; payload: string | undefined } {
   if (token.length > MAX_TOKEN_CHARS) {
     throw new AuthError('malformed', 'token larger than 8 KiB', {
       name: 'TokenTooLarge',
@@ -152,9 +196,14 @@ function precheckToken(token: string): string | undefined {
   const segments = splitSignedSegments(token)
   const header = segments.count === 3 ? decodeJsonSegment(segments.header) : undefined
   if (header === undefined) throw new errors.JWSInvalid('Invalid Compact JWS')
-  if (decodeJsonSegment(segments.payload) === undefined) {
-    throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object')
-  }
+  return { header, payload: segments.payload }
+}
+
+/**
+ * Refuses what needs no key before the key set is touched, so `none` and
+ * `HS*` tokens are a 401 even while the provider is down. Returns the kid.
+ */
+function checkHeader(header: JsonObject): string | undefined {
   if (typeof header.alg !== 'string') {
     throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid')
   }
@@ -174,6 +223,10 @@ function precheckToken(token: string): string | undefined {
     )
   }
   return typeof header.kid === 'string' ? header.kid : undefined
+}
+
+function malformedPayload(): Error {
+  return new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object')
 }
 
 async function verifySignedToken(
@@ -197,7 +250,9 @@ async function verifySignedToken(
   }
 }
 
-function checkAccessTokenClaims(payload: JWTPayload): JWTPayload & { sub: string; exp: number } {
+function checkAccessTokenClaims(
+  payload: JWTPayload,
+): asserts payload is JWTPayload & { sub: string; exp: number } {
   if (payload.typ !== undefined && payload.typ !== ACCESS_TOKEN_TYPE) {
     throw new errors.JWTClaimValidationFailed(
       'unexpected "typ" claim value',
@@ -223,7 +278,6 @@ function checkAccessTokenClaims(payload: JWTPayload): JWTPayload & { sub: string
       'invalid',
     )
   }
-  return { ...payload, sub, exp }
 }
 
 /**

@@ -24,9 +24,9 @@ export function authenticateThen(
       'www-authenticate': CHALLENGE,
     })
   }
-  const cached = verifier.cached(token)
-  if (cached !== undefined) return respond(cached)
-  return verifier.verify(token).then(respond, (error: unknown) => sendAuthFailure(reply, error))
+  const caller = verifier.authenticate(token)
+  if (!(caller instanceof Promise)) return respond(caller)
+  return caller.then(respond, (error: unknown) => sendAuthFailure(reply, error))
 }
 
 function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {

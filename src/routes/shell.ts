@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
 import { APP_KEY_PATTERN } from '../definitions/schema.js'
+import { joinBodyParts } from '../http/join-body-parts.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
 import { sendNotReady, sendTagged } from './cache-headers.js'
+import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
 
@@ -11,14 +13,16 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * Per request: a cache lookup, a role-set key, a memoized variant, and three
- * precomputed buffers joined around the caller's precomputed user block.
+ * Per request: a cache lookup, the caller's last shell (else a role-set key
+ * and a memoized variant), and two precomputed buffers joined around the
+ * caller's precomputed user block.
  */
 export function registerShellRoutes(
   app: FastifyInstance,
   deps: { verifier: TokenVerifier; snapshots: SnapshotSource },
 ): void {
   const { verifier, snapshots } = deps
+  const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
     { schema: { response: shellResponses } },
@@ -31,12 +35,9 @@ export function registerShellRoutes(
         if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
         const view = snapshot.app(appKey)
         if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
-        const variant = view.variant(caller.roles)
-        return sendTagged(request, reply, `"${variant.tag}.${caller.userTag}"`, () =>
-          Buffer.concat(
-            [variant.head, caller.userBlock, variant.tail],
-            variant.head.length + caller.userBlock.length + variant.tail.length,
-          ),
+        const { variant, etag } = lastShellOf(snapshot, view, caller)
+        return sendTagged(request, reply, etag, () =>
+          joinBodyParts(variant.head, caller.userBlock, variant.tail),
         )
       })
     },

@@ -100,6 +100,25 @@ t.test('garbage and forged tokens are a 401 even while the provider is down', as
 })
 
 t.test(
+  'a good header on a payload that is not JSON is a 401 while the provider is down',
+  async (t) => {
+    const fixture = await setUpVerifier(t)
+    fixture.server.setAvailability('status-503')
+    const [header, , signature] = (await fixture.server.sign()).split('.')
+    const notJson = Buffer.from('not json').toString('base64url')
+    const padded = `${Buffer.from('{"sub":"x"}').toString('base64url')}=`
+    for (const payload of [notJson, padded]) {
+      const refusal = await refusalOf(fixture.verifier.verify(`${header}.${payload}.${signature}`))
+      t.equal((refusal as AuthError).kind, 'invalid_token', 'not keys_unavailable')
+      t.equal((refusal as AuthError).result, 'malformed')
+    }
+    // A well-formed token still cannot be judged: that one is a 503.
+    const good = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+    t.equal((good as AuthError).kind, 'keys_unavailable')
+  },
+)
+
+t.test(
   'provider down after keys were fetched and past the max age: known keys keep verifying',
   async (t) => {
     const fixture = await setUpVerifier(t, { oidc: () => ({ jwksMaxAgeS: 60 }) })

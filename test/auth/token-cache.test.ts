@@ -1,4 +1,6 @@
 import t from 'tap'
+import { createTokenCache } from '../../src/auth/token-cache.js'
+import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { AuthError } from '../../src/auth/verify-token.js'
 import { readCount, setUpVerifier } from './verifier-fixture.js'
 
@@ -76,4 +78,56 @@ t.test('the cache holds at most cacheMax tokens, least recently used out first',
   t.equal(fixture.verifier.cached(a as string), undefined)
   t.ok(fixture.verifier.cached(b as string))
   t.ok(fixture.verifier.cached(c as string))
+})
+
+t.test('tokens that end alike never share a caller', async (t) => {
+  const nowMs = Date.now()
+  const cache = createTokenCache({ max: 10, now: () => nowMs })
+  const exp = Math.floor(nowMs / 1000) + 300
+  const alice = buildVerifiedCaller({ sub: 'alice', exp }, 'realm_access.roles')
+  const bob = buildVerifiedCaller({ sub: 'bob', exp }, 'realm_access.roles')
+  // The cache keys by the last 43 characters; these two differ only before them.
+  const sharedEnd = 'S'.repeat(43)
+  const aliceToken = `header.alice-payload.${sharedEnd}`
+  const bobToken = `header.bob-payload.${sharedEnd}`
+  const shortToken = 'short'
+
+  cache.remember(aliceToken, alice, 'kid-1')
+  t.equal(cache.get(aliceToken), alice)
+  t.equal(cache.get(bobToken), undefined, "a colliding token is a miss, not alice's caller")
+  t.equal(cache.get(aliceToken), alice, 'and the miss leaves the entry in place')
+
+  cache.remember(bobToken, bob, 'kid-1')
+  t.equal(cache.get(bobToken), bob, 'the newer token replaces the entry')
+  t.equal(cache.get(aliceToken), undefined, 'the older one must be verified again')
+
+  cache.remember(shortToken, alice, undefined)
+  t.equal(cache.get(shortToken), alice, 'a token shorter than the key is keyed whole')
+  t.equal(cache.get(`x${shortToken}`), undefined)
+
+  t.equal(cache.dropVerifiedBy(new Set(['kid-1'])), 2, 'drops by kid, the kid-less one too')
+  t.equal(cache.get(bobToken), undefined)
+  t.equal(cache.get(shortToken), undefined)
+})
+
+t.test('authenticate() looks up once: a sync hit, or one counted miss', async (t) => {
+  const fixture = await setUpVerifier(t)
+  const token = await fixture.server.sign()
+  const pending = fixture.verifier.authenticate(token)
+  t.ok(pending instanceof Promise, 'a new token is verified asynchronously')
+  const caller = await pending
+  t.equal(caller.sub, 'user-1')
+  const { tokenCache, tokenVerifications } = fixture.metrics
+  t.equal(await readCount(tokenCache, 'miss'), 1)
+  t.equal(await readCount(tokenCache, 'hit'), 0)
+  t.equal(fixture.verifier.authenticate(token), caller, 'a cached token is answered at once')
+  t.equal(await readCount(tokenCache, 'hit'), 1)
+  t.equal(await readCount(tokenCache, 'miss'), 1)
+  t.equal(await readCount(tokenVerifications, 'ok'), 1)
+
+  const refused = fixture.verifier.authenticate('not-a-token')
+  const error = await Promise.resolve(refused).catch((caught: unknown) => caught)
+  t.ok(error instanceof AuthError)
+  t.equal(await readCount(tokenCache, 'miss'), 2, 'a refused token counts one miss')
+  t.equal(await readCount(tokenVerifications, 'malformed'), 1)
 })

@@ -1,0 +1,43 @@
+import type { VerifiedCaller } from '../auth/verify-token.js'
+import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
+
+/** What a caller was last sent: the app's view, the variant for the caller's roles, the ETag. */
+export interface LastShell {
+  readonly view: AppView
+  readonly variant: ShellVariant
+  /** Strong ETag, quotes included: the variant's tag and the caller's. */
+  readonly etag: string
+}
+
+/** Looks up, or computes and remembers, the caller's shell of one app in one snapshot. */
+export type LastShellLookup = (
+  snapshot: Snapshot,
+  view: AppView,
+  caller: VerifiedCaller,
+) => LastShell
+
+/**
+ * Most requests are a cached caller asking for the app it asked for last, so
+ * each caller's last shell is remembered: a repeat skips the role-set key, the
+ * variant lookup and building the ETag string (about 0.8 µs of a request).
+ * Held weakly by caller, so an entry leaves with its token's cache entry, and
+ * dropped whole when the snapshot changes, so it never keeps an old
+ * snapshot's views alive; it holds at most one variant per cached caller,
+ * shared by callers with the same roles.
+ */
+export function createLastShellMemo(): LastShellLookup {
+  let memoSnapshot: Snapshot | undefined
+  let lastShells = new WeakMap<VerifiedCaller, LastShell>()
+  return (snapshot, view, caller) => {
+    if (snapshot !== memoSnapshot) {
+      memoSnapshot = snapshot
+      lastShells = new WeakMap()
+    }
+    const last = lastShells.get(caller)
+    if (last !== undefined && last.view === view) return last
+    const variant = view.variant(caller.roles)
+    const shell: LastShell = { view, variant, etag: `"${variant.tag}.${caller.userTag}"` }
+    lastShells.set(caller, shell)
+    return shell
+  }
+}

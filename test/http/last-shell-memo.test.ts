@@ -1,0 +1,63 @@
+import t from 'tap'
+import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
+import { createLastShellMemo } from '../../src/routes/last-shell-memo.js'
+import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
+
+/** A view that renders a fresh variant per call and counts the calls. */
+function countingView(key: string): AppView & { calls: number } {
+  const view = {
+    key,
+    grantedRoles: new Set<string>(),
+    calls: 0,
+    roleSetKey: (roles: readonly string[]) => roles.join(','),
+    variant(roles: readonly string[]): ShellVariant {
+      view.calls += 1
+      return {
+        roleSetKey: roles.join(','),
+        head: Buffer.from(`{"app":"${key}","user":`),
+        tail: Buffer.from('}'),
+        tag: `tag-${key}-${roles.join('+')}`,
+      }
+    },
+  }
+  return view
+}
+
+const snapshotOf = (version: string) => ({ version }) as unknown as Snapshot
+const exp = Math.floor(Date.now() / 1000) + 300
+const caller = (sub: string, roles: string[]) =>
+  buildVerifiedCaller({ sub, exp, realm_access: { roles } }, 'realm_access.roles')
+
+t.test('a repeat request of the same caller, app and snapshot reuses the last shell', async (t) => {
+  const lastShellOf = createLastShellMemo()
+  const snapshot = snapshotOf('v1')
+  const crm = countingView('crm')
+  const alice = caller('alice', ['b', 'a'])
+  const first = lastShellOf(snapshot, crm, alice)
+  t.equal(first.etag, `"tag-crm-a+b.${alice.userTag}"`, 'variant tag and user tag, quoted')
+  t.equal(lastShellOf(snapshot, crm, alice), first)
+  t.equal(crm.calls, 1, 'one variant lookup')
+
+  const bob = caller('bob', ['a', 'b'])
+  t.equal(lastShellOf(snapshot, crm, bob).etag, `"tag-crm-a+b.${bob.userTag}"`, 'per caller')
+  t.equal(crm.calls, 2)
+})
+
+t.test('another app or another snapshot is looked up again', async (t) => {
+  const lastShellOf = createLastShellMemo()
+  const alice = caller('alice', ['a'])
+  const crm = countingView('crm')
+  const hr = countingView('hr')
+  const v1 = snapshotOf('v1')
+  lastShellOf(v1, crm, alice)
+  t.equal(lastShellOf(v1, hr, alice).etag, `"tag-hr-a.${alice.userTag}"`)
+  t.equal(
+    lastShellOf(v1, crm, alice).etag,
+    `"tag-crm-a.${alice.userTag}"`,
+    'only the last app is kept',
+  )
+  t.equal(crm.calls, 2)
+  // A reload may keep an unchanged app's view; the memo still starts over with the snapshot.
+  lastShellOf(snapshotOf('v2'), crm, alice)
+  t.equal(crm.calls, 3)
+})
