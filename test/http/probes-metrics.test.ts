@@ -92,11 +92,14 @@ t.test(
     t.equal(before.status, 200)
     // The database becomes unreachable: every connection reset, new ones refused.
     await proxy.close()
+    // Let the pool see its connections close before asking it for a query: postgres.js
+    // 3.4.x can throw from a write racing a reset (see the session note).
+    await new Promise((resolve) => setTimeout(resolve, 200))
     service.feed.requestReload()
     await waitUntil(
       async () =>
-        (await httpRequest(url, '/metrics')).body.includes(
-          'shell_snapshot_reloads_total{result="error"} 1',
+        /shell_snapshot_reloads_total\{result="error"\} [1-9]/.test(
+          (await httpRequest(url, '/metrics')).body.toString(),
         ),
       'a failed reload',
     )
