@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type PrivatePostgres, startPrivatePostgres } from '../test/helpers/test-postgres.js'
 import type { BaselineConfig, RecordedResponse } from './baseline-server.js'
 import type { Cleanup } from './cleanup.js'
 import {
@@ -18,7 +19,6 @@ import {
   startBenchIssuer,
 } from './issuer.js'
 import { type LoadGenerator, startLoadGenerator } from './load-client.js'
-import { type BenchPostgres, startBenchPostgres } from './postgres.js'
 import {
   type BenchProcess,
   PACKAGE_ROOT,
@@ -90,7 +90,7 @@ export async function setUpEnvironment(
     return result
   }
 
-  const postgres: BenchPostgres = await step('embedded PostgreSQL started', startBenchPostgres)
+  const postgres: PrivatePostgres = await step('embedded PostgreSQL started', startPrivatePostgres)
   cleanup.add('postgres', () => postgres.remove())
   const largeDatabaseUrl = postgres.urlFor('bench_large')
   const smallDatabaseUrl = postgres.urlFor('bench_small')

