@@ -1,17 +1,13 @@
-import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
-import postgres from 'postgres'
 import type { Sql } from '../db/connect.js'
 import { type AppRevisions, readSnapshotRows } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
 import { type BuildSnapshotOptions, buildSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotRows } from '../snapshot/types.js'
 import { computeBackoffMs } from './backoff.js'
+import { createChangeListener, describeDatabaseError } from './change-listener.js'
 
-/** The channel the schema's triggers notify (sql/001_schema.sql). */
-export const CHANGE_CHANNEL = 'shell_changed'
-/** Payload prefix of the feed's own liveness probes: not a change, never a reload. */
-const PROBE_PREFIX = 'probe:'
+export { CHANGE_CHANNEL } from './change-listener.js'
 
 export interface SnapshotFeedOptions {
   /** Pool for reloads and probes. */
@@ -63,17 +59,12 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // 5 ms folds the statements of one import (several commits in a row) into one reload
   // while keeping the change-to-snapshot time far under the contract's 100 ms.
   const coalesceMs = options.coalesceMs ?? 5
-  // A dead listener is noticed within about 5 + 2 s; each probe costs one tiny notification.
-  const probeIntervalMs = options.probeIntervalMs ?? 5_000
-  const probeTimeoutMs = options.probeTimeoutMs ?? 2_000
-  const instanceId = randomBytes(6).toString('hex')
 
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.
   let knownRevisions: AppRevisions | undefined
   // Set after every (re)listen: the next reload reads everything, whatever the revisions say.
   let fullReadRequested = true
-  let listenedBefore = false
   let lastSuccessAt: number | null = null
   let lastError: string | null = null
   let closed = false
@@ -84,15 +75,29 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let reloadTimerIsRetry = false
   let reloadFailures = 0
 
-  let listener: postgres.Sql | undefined
-  let listenFailures = 0
-  let listenTimer: NodeJS.Timeout | undefined
-  let probeTimer: NodeJS.Timeout | undefined
-  let probeCount = 0
-  let probing = false
-  let pendingProbe: { payload: string; resolve: () => void } | undefined
-
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
+
+  const listener = createChangeListener({
+    sql,
+    feedUrl,
+    logger,
+    metrics,
+    ...(options.probeIntervalMs === undefined ? {} : { probeIntervalMs: options.probeIntervalMs }),
+    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
+    onChange: () => requestReload(),
+    onListen(isReconnect) {
+      // Notifications sent while we were not listening are lost: reload. Revisions move
+      // with every commit, so the apps that changed meanwhile are read whatever was
+      // missed; after a reconnect everything is read anyway, in case rows were written
+      // around the triggers. The first LISTEN follows the first full read closely:
+      // a revision-based read is enough there, and keeps start-up to one full read.
+      if (isReconnect) fullReadRequested = true
+      requestReload()
+    },
+    onListenError(error) {
+      lastError ??= describeDatabaseError(error)
+    },
+  })
 
   function requestReload(): void {
     if (closed) return
@@ -145,7 +150,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       reloading = false
       if (!closed) scheduleReload(retryInMs, true)
       // The database may be gone for the listener too: check it now rather than at the next tick.
-      scheduleProbe(0)
+      listener.probeSoon()
       return
     }
     reloading = false
@@ -165,112 +170,6 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     for (const swapListener of swapListeners) swapListener(next)
   }
 
-  async function connectListener(): Promise<void> {
-    listenTimer = undefined
-    if (closed) return
-    const client = postgres(feedUrl, {
-      max: 1,
-      connect_timeout: 10,
-      onnotice: () => {},
-      connection: { application_name: 'shell-data-feed' },
-    })
-    listener = client
-    const isCurrent = () => listener === client && !closed
-    try {
-      await client.listen(
-        CHANGE_CHANNEL,
-        (payload) => {
-          if (isCurrent()) handleNotification(payload)
-        },
-        () => {
-          // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
-          if (!isCurrent()) return
-          metrics.feedListening.set(1)
-          listenFailures = 0
-          logger.info('listening for changes')
-          // Notifications sent while we were not listening are lost: reload. Revisions move
-          // with every commit, so the apps that changed meanwhile are read whatever was
-          // missed; after a reconnect everything is read anyway, in case rows were written
-          // around the triggers. The first LISTEN follows the first full read closely:
-          // a revision-based read is enough there, and keeps start-up to one full read.
-          if (listenedBefore) fullReadRequested = true
-          listenedBefore = true
-          requestReload()
-        },
-      )
-    } catch (error) {
-      if (!isCurrent()) return
-      listenFailures += 1
-      const retryInMs = computeBackoffMs(listenFailures)
-      metrics.feedListening.set(0)
-      lastError ??= describeDatabaseError(error)
-      logger.warn(
-        { err: error, attempt: listenFailures, retryInMs },
-        'cannot listen for changes; retrying',
-      )
-      listener = undefined
-      void client.end({ timeout: 0 })
-      listenTimer = setTimeout(() => void connectListener(), retryInMs)
-    }
-  }
-
-  function handleNotification(payload: string): void {
-    if (payload.startsWith(PROBE_PREFIX)) {
-      if (pendingProbe?.payload === payload) pendingProbe.resolve()
-      return
-    }
-    requestReload()
-  }
-
-  function scheduleProbe(delayMs: number): void {
-    if (closed || probing) return
-    clearTimeout(probeTimer)
-    probeTimer = setTimeout(() => void probeListener(), delayMs)
-  }
-
-  /** Sends a notification through the pool and expects it back on the listening connection. */
-  async function probeListener(): Promise<void> {
-    probeTimer = undefined
-    if (closed) return
-    probing = true
-    let nextProbeInMs = probeIntervalMs
-    const client = listener
-    if (client !== undefined) {
-      const payload = `${PROBE_PREFIX}${instanceId}:${probeCount++}`
-      let timeout: NodeJS.Timeout | undefined
-      const arrived = new Promise<boolean>((resolve) => {
-        pendingProbe = { payload, resolve: () => resolve(true) }
-        timeout = setTimeout(() => resolve(false), probeTimeoutMs)
-      })
-      try {
-        await sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
-        if (!(await arrived) && listener === client && !closed) {
-          logger.warn('the listening connection went silent; reconnecting it')
-          restartListener()
-        }
-      } catch {
-        // The database is unreachable through the pool too: the listener is surely down
-        // with it. Probe again soon, so that its return is noticed quickly.
-        metrics.feedListening.set(0)
-        nextProbeInMs = Math.min(probeIntervalMs, 1_000)
-      } finally {
-        clearTimeout(timeout)
-        pendingProbe = undefined
-      }
-    }
-    probing = false
-    scheduleProbe(nextProbeInMs)
-  }
-
-  function restartListener(): void {
-    metrics.feedListening.set(0)
-    const stale = listener
-    listener = undefined
-    void stale?.end({ timeout: 0 })
-    clearTimeout(listenTimer)
-    void connectListener()
-  }
-
   return {
     current: () => snapshot,
     notReadyReason: () =>
@@ -286,28 +185,15 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     },
     requestReload,
     start() {
-      void connectListener()
+      listener.start()
       // The first load does not wait for LISTEN: a database that allows reads but not
       // LISTEN (a pooler misconfiguration) still gives a ready instance, and a warning.
       requestReload()
-      scheduleProbe(probeIntervalMs)
     },
     async close() {
       closed = true
       clearTimeout(reloadTimer)
-      clearTimeout(listenTimer)
-      clearTimeout(probeTimer)
-      pendingProbe?.resolve()
-      metrics.feedListening.set(0)
-      const client = listener
-      listener = undefined
-      await client?.end({ timeout: 1 })
+      await listener.close()
     },
   }
-}
-
-/** A short, safe description: the SQLSTATE or socket error code, never a connection string. */
-function describeDatabaseError(error: unknown): string {
-  const code = (error as { code?: unknown }).code
-  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown error'
 }

@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto'
+import type { Logger } from 'pino'
+import postgres from 'postgres'
+import type { Sql } from '../db/connect.js'
+import type { Metrics } from '../metrics.js'
+import { computeBackoffMs } from './backoff.js'
+
+/** The channel the schema's triggers notify (sql/001_schema.sql). */
+export const CHANGE_CHANNEL = 'shell_changed'
+/** Payload prefix of the feed's own liveness probes: not a change, never a reload. */
+const PROBE_PREFIX = 'probe:'
+
+export interface ChangeListenerOptions {
+  /** Pool the probes are sent through. */
+  readonly sql: Sql
+  /** Session-mode connection string for LISTEN (FEED_DATABASE_URL). */
+  readonly feedUrl: string
+  readonly logger: Logger
+  readonly metrics: Metrics
+  /** How often the listening connection is proven alive by a notification round trip. */
+  readonly probeIntervalMs?: number
+  /** How long a probe may take before the listening connection is declared dead. */
+  readonly probeTimeoutMs?: number
+  /** A change was committed. */
+  onChange(): void
+  /** LISTEN is in place; `isReconnect` after the first time (notifications may have been lost). */
+  onListen(isReconnect: boolean): void
+  onListenError(error: unknown): void
+}
+
+export interface ChangeListener {
+  start(): void
+  /** Checks the listening connection at once, e.g. after the database failed a reload. */
+  probeSoon(): void
+  close(): Promise<void>
+}
+
+/**
+ * The dedicated LISTEN connection on `shell_changed`: reconnected with
+ * capped backoff when it fails, and proven alive by a periodic notification
+ * round trip through the pool, which catches a silent, half-open connection
+ * that postgres.js alone would wait on forever.
+ */
+export function createChangeListener(options: ChangeListenerOptions): ChangeListener {
+  const { sql, feedUrl, logger, metrics } = options
+  // A dead listener is noticed within about 5 + 2 s; each probe costs one tiny notification.
+  const probeIntervalMs = options.probeIntervalMs ?? 5_000
+  const probeTimeoutMs = options.probeTimeoutMs ?? 2_000
+  const instanceId = randomBytes(6).toString('hex')
+
+  let closed = false
+  let listenedBefore = false
+  let listener: postgres.Sql | undefined
+  let listenFailures = 0
+  let listenTimer: NodeJS.Timeout | undefined
+  let probeTimer: NodeJS.Timeout | undefined
+  let probeCount = 0
+  let probing = false
+  let pendingProbe: { payload: string; resolve: () => void } | undefined
+
+  async function connectListener(): Promise<void> {
+    listenTimer = undefined
+    if (closed) return
+    const client = postgres(feedUrl, {
+      max: 1,
+      connect_timeout: 10,
+      onnotice: () => {},
+      connection: { application_name: 'shell-data-feed' },
+    })
+    listener = client
+    const isCurrent = () => listener === client && !closed
+    try {
+      await client.listen(
+        CHANGE_CHANNEL,
+        (payload) => {
+          if (isCurrent()) handleNotification(payload)
+        },
+        () => {
+          // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
+          if (!isCurrent()) return
+          metrics.feedListening.set(1)
+          listenFailures = 0
+          logger.info('listening for changes')
+          const isReconnect = listenedBefore
+          listenedBefore = true
+          options.onListen(isReconnect)
+        },
+      )
+    } catch (error) {
+      if (!isCurrent()) return
+      listenFailures += 1
+      const retryInMs = computeBackoffMs(listenFailures)
+      metrics.feedListening.set(0)
+      options.onListenError(error)
+      logger.warn(
+        { err: error, attempt: listenFailures, retryInMs },
+        'cannot listen for changes; retrying',
+      )
+      listener = undefined
+      void client.end({ timeout: 0 })
+      listenTimer = setTimeout(() => void connectListener(), retryInMs)
+    }
+  }
+
+  function handleNotification(payload: string): void {
+    if (payload.startsWith(PROBE_PREFIX)) {
+      if (pendingProbe?.payload === payload) pendingProbe.resolve()
+      return
+    }
+    options.onChange()
+  }
+
+  function scheduleProbe(delayMs: number): void {
+    if (closed || probing) return
+    clearTimeout(probeTimer)
+    probeTimer = setTimeout(() => void probeListener(), delayMs)
+  }
+
+  /** Sends a notification through the pool and expects it back on the listening connection. */
+  async function probeListener(): Promise<void> {
+    probeTimer = undefined
+    if (closed) return
+    probing = true
+    let nextProbeInMs = probeIntervalMs
+    const client = listener
+    if (client !== undefined) {
+      const payload = `${PROBE_PREFIX}${instanceId}:${probeCount++}`
+      let timeout: NodeJS.Timeout | undefined
+      const arrived = new Promise<boolean>((resolve) => {
+        pendingProbe = { payload, resolve: () => resolve(true) }
+        timeout = setTimeout(() => resolve(false), probeTimeoutMs)
+      })
+      try {
+        await sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
+        if (!(await arrived) && listener === client && !closed) {
+          logger.warn('the listening connection went silent; reconnecting it')
+          restartListener()
+        }
+      } catch {
+        // The database is unreachable through the pool too: the listener is surely down
+        // with it. Probe again soon, so that its return is noticed quickly.
+        metrics.feedListening.set(0)
+        nextProbeInMs = Math.min(probeIntervalMs, 1_000)
+      } finally {
+        clearTimeout(timeout)
+        pendingProbe = undefined
+      }
+    }
+    probing = false
+    scheduleProbe(nextProbeInMs)
+  }
+
+  function restartListener(): void {
+    metrics.feedListening.set(0)
+    const stale = listener
+    listener = undefined
+    void stale?.end({ timeout: 0 })
+    clearTimeout(listenTimer)
+    void connectListener()
+  }
+
+  return {
+    start() {
+      void connectListener()
+      scheduleProbe(probeIntervalMs)
+    },
+    probeSoon: () => scheduleProbe(0),
+    async close() {
+      closed = true
+      clearTimeout(listenTimer)
+      clearTimeout(probeTimer)
+      pendingProbe?.resolve()
+      metrics.feedListening.set(0)
+      const client = listener
+      listener = undefined
+      await client?.end({ timeout: 1 })
+    },
+  }
+}
+
+/** A short, safe description: the SQLSTATE or socket error code, never a connection string. */
+export function describeDatabaseError(error: unknown): string {
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown error'
+}
