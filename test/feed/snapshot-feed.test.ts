@@ -1,5 +1,5 @@
 import pino from 'pino'
-import type postgres from 'postgres'
+import postgres from 'postgres'
 import t from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
@@ -226,6 +226,49 @@ t.test(
       await waitUntil(() => shellOf(feed)?.app.name === 'Two'),
       'the change is in the snapshot after the reconnect',
     )
+  },
+)
+
+t.test(
+  'a reload whose connection is terminated mid-read fails, keeps the snapshot, and the next succeeds',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+    const { feed, metrics, reloads } = startFeed(t, db.sql, db.url)
+    t.ok(await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1))
+    t.ok(
+      await waitUntil(async () => (await reloads()) >= 2),
+      "the listening connection's own reload passed",
+    )
+    const loaded = feed.current()
+    // A second session holds the apps table, so the next reload waits inside its transaction.
+    const other = postgres(db.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => other.end({ timeout: 1 }))
+    const locker = await other.reserve()
+    t.teardown(() => locker.release())
+    await locker`begin`
+    await locker`lock table shell.apps in access exclusive mode`
+    feed.requestReload()
+    let waiting: { pid: number }[] = []
+    t.ok(
+      await waitUntil(async () => {
+        waiting = await locker<{ pid: number }[]>`
+          select pid from pg_stat_activity
+          where datname = ${db.name} and wait_event_type = 'Lock' and pid <> pg_backend_pid()`
+        return waiting.length === 1
+      }),
+      'the reload waits on the lock',
+    )
+    // Terminating it fails the read; postgres.js then writes its own ROLLBACK on the
+    // closed connection, which threw from a timer before patches/postgres+3.4.9.patch.
+    await locker`select pg_terminate_backend(${waiting[0]?.pid ?? 0})`
+    await locker`rollback`
+    const failed = async () =>
+      (await metrics.snapshotReloads.get()).values.find((v) => v.labels.result === 'error')?.value
+    t.ok(await waitUntil(async () => ((await failed()) ?? 0) >= 1), 'the reload failed')
+    t.equal(feed.current(), loaded, 'the snapshot in service is kept')
+    await db.sql`update shell.apps set name = 'Two'`
+    t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'Two'), 'the pool recovers')
   },
 )
 

@@ -92,9 +92,7 @@ t.test(
     t.equal(before.status, 200)
     // The database becomes unreachable: every connection reset, new ones refused.
     await proxy.close()
-    // Let the pool see its connections close before asking it for a query: postgres.js
-    // 3.4.x can throw from a write racing a reset (see the session note).
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // At once, so that the reload's writes race the resets (patches/postgres+3.4.9.patch).
     service.feed.requestReload()
     await waitUntil(
       async () =>
