@@ -145,7 +145,7 @@ export async function runSnapshotScenario(
     ],
     notes: [
       `rows read in ${cost.readMs.median} ms (median); rendering ${cost.variantsMs.distinctVariants} role-set variants of ${env.hotApp} for ${cost.variantsMs.callers} callers took ${cost.variantsMs.ms} ms (lazily, after each swap)`,
-      `service RSS by phase (MB): ${memory.describe()}; heap used now ${(sample(metrics, 'nodejs_heap_size_used_bytes') / MB).toFixed(0)} MB`,
+      `service RSS by phase, MB (heap used/total, external): ${memory.describe()}; heap used now ${(sample(metrics, 'nodejs_heap_size_used_bytes') / MB).toFixed(0)} MB`,
     ],
     detail: {
       inProcess: cost,
@@ -160,7 +160,13 @@ export type MemoryWatch = ReturnType<typeof createMemoryWatch>
 
 /** RSS of the large service after each phase; the target is about the largest. */
 export function createMemoryWatch(serviceUrl: string) {
-  const phases: { phase: string; rssBytes: number; heapUsedBytes: number }[] = []
+  const phases: {
+    phase: string
+    rssBytes: number
+    heapUsedBytes: number
+    heapTotalBytes: number
+    externalBytes: number
+  }[] = []
   let firstReloadMs = Number.NaN
   return {
     async sample(phase: string) {
@@ -174,13 +180,20 @@ export function createMemoryWatch(serviceUrl: string) {
         phase,
         rssBytes: sample(metrics, 'process_resident_memory_bytes'),
         heapUsedBytes: sample(metrics, 'nodejs_heap_size_used_bytes'),
+        heapTotalBytes: sample(metrics, 'nodejs_heap_size_total_bytes'),
+        externalBytes: sample(metrics, 'nodejs_external_memory_bytes'),
       })
     },
     firstReloadMs: () => firstReloadMs,
     maxRssBytes: () => Math.max(...phases.map((entry) => entry.rssBytes)),
     phases: () => phases,
     describe: () =>
-      phases.map((entry) => `${entry.phase} ${(entry.rssBytes / MB).toFixed(0)}`).join(', '),
+      phases
+        .map(
+          (entry) =>
+            `${entry.phase} ${(entry.rssBytes / MB).toFixed(0)} (heap ${(entry.heapUsedBytes / MB).toFixed(0)}/${(entry.heapTotalBytes / MB).toFixed(0)}, external ${(entry.externalBytes / MB).toFixed(0)})`,
+        )
+        .join(', '),
   }
 }
 

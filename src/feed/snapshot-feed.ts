@@ -58,7 +58,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const build = options.build ?? buildSnapshot
   // 5 ms folds the statements of one import (several commits in a row) into one reload
   // while keeping the change-to-snapshot time far under the contract's 100 ms.
-  const coalesceMs = options.coalesceMs ?? 5
+  const coalesceMs = options.coalesceMs ?? 1
 
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.

@@ -5,7 +5,10 @@ import { renderShellVariant } from './render.js'
 import { createRoleSetKeyFunction, intersectRoles } from './role-set.js'
 import type { AppView, ShellVariant } from './types.js'
 
-/** Variants of every app of one snapshot, keyed by `appKey + "\0" + roleSetKey`. */
+/**
+ * Variants of every app, shared by successive snapshots, keyed by
+ * `appKey + "\0" + app content hash + "\0" + roleSetKey`.
+ */
 export type VariantCache = LRUCache<string, ShellVariant>
 
 /**

@@ -100,10 +100,11 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     const appJson = renderAppJson(app)
     const head = renderShellHead(appJson, renderBrandingJson(app, branding))
     const hash = computeAppHash({ app, branding, menus })
-    // App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely.
-    const view = createAppView(appKey, head, menus, variants, `${appKey}\0${hash}\0`)
+    const view = createAppView(appKey, head, menus, variants, variantKeyPrefix(appKey, hash))
     builtApps.set(appKey, { view, appJson, hash })
   }
+
+  if (previous !== undefined) dropStaleVariants(variants, previous.apps, builtApps)
 
   const built = [...builtApps.values()]
   const snapshot: Snapshot = Object.freeze({
@@ -117,6 +118,35 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   internalsOf.set(snapshot, { apps: builtApps, variants })
   return snapshot
 }
+/**
+ * Drops the variants of app contents the new snapshot no longer has (an app
+ * changed or removed): no request will ask for them again, and left to the
+ * LRU they would fill it, one set of role-set variants per change, before
+ * anything pushed them out.
+ */
+function dropStaleVariants(
+  variants: VariantCache,
+  before: ReadonlyMap<string, BuiltApp>,
+  after: ReadonlyMap<string, BuiltApp>,
+): void {
+  const stalePrefixes = new Set<string>()
+  for (const [appKey, { hash }] of before) {
+    if (after.get(appKey)?.hash !== hash) stalePrefixes.add(variantKeyPrefix(appKey, hash))
+  }
+  if (stalePrefixes.size === 0) return
+  const stale: string[] = []
+  for (const key of variants.keys()) {
+    const prefixEnd = key.indexOf('\0', key.indexOf('\0') + 1) + 1
+    if (stalePrefixes.has(key.slice(0, prefixEnd))) stale.push(key)
+  }
+  for (const key of stale) variants.delete(key)
+}
+
+/** App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely. */
+function variantKeyPrefix(appKey: string, hash: string): string {
+  return `${appKey}\0${hash}\0`
+}
+
 function groupItemsByApp(items: readonly MenuItemRow[]): Map<string, MenuItemRow[]> {
   const itemsByApp = new Map<string, MenuItemRow[]>()
   for (const item of items) {

@@ -110,3 +110,17 @@ t.test('without unchangedApps everything is rebuilt from the rows', async (t) =>
   t.not(next.app('hr'), first.app('hr'))
   t.equal(next.version, first.version)
 })
+
+t.test("variants of an app's old content leave the cache at once, making room", async (t) => {
+  // Room for two variants: hr's, then crm's old one.
+  const first = buildSnapshot(fullRows('Old'), { variantCacheMaxEntries: 2 })
+  const warm = requireApp(first, 'hr').variant(['hr-admin'])
+  requireApp(first, 'crm').variant(['crm-sales'])
+  const next = buildSnapshot(onlyCrmRows('New'), {
+    previous: first,
+    unchangedApps: new Set(['hr']),
+  })
+  t.match(renderBody(requireApp(next, 'crm').variant(['crm-sales'])), /"label":"New"/)
+  // Had crm's old variant stayed, the new one would have pushed out hr's, the least recently used.
+  t.equal(requireApp(next, 'hr').variant(['hr-admin']), warm, "hr's variant is still cached")
+})
