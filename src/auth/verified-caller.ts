@@ -1,5 +1,5 @@
 import type { JWTPayload } from 'jose'
-import { contentTag } from '../content-tag.js'
+import { textTag } from '../content-tag.js'
 
 /** What the request path needs from a verified token, computed once and cached with it. */
 export interface VerifiedCaller {
@@ -8,7 +8,7 @@ export interface VerifiedCaller {
   readonly roles: readonly string[]
   /** UTF-8 JSON of the response's `user` object, so handlers splice bytes instead of serializing. */
   readonly userBlock: Buffer
-  /** contentTag(userBlock): feeds the response ETag without rehashing per request. */
+  /** The user block's content tag: feeds the response ETag without rehashing per request. */
   readonly userTag: string
   readonly expiresAtMs: number
 }
@@ -20,21 +20,18 @@ export function buildVerifiedCaller(
 ): VerifiedCaller {
   const roles = Object.freeze(readRoles(payload, rolesClaim))
   // Key order is part of the contract: the bytes, and so the ETag, must not vary.
-  const userBlock = Buffer.from(
-    JSON.stringify({
-      sub: payload.sub,
-      username: readOptionalString(payload.preferred_username),
-      name: readOptionalString(payload.name),
-      email: readOptionalString(payload.email),
-      roles,
-    }),
-    'utf8',
-  )
+  const userJson = JSON.stringify({
+    sub: payload.sub,
+    username: readOptionalString(payload.preferred_username),
+    name: readOptionalString(payload.name),
+    email: readOptionalString(payload.email),
+    roles,
+  })
   return Object.freeze({
     sub: payload.sub,
     roles,
-    userBlock,
-    userTag: contentTag(userBlock),
+    userBlock: Buffer.from(userJson, 'utf8'),
+    userTag: textTag(userJson),
     expiresAtMs: payload.exp * 1000,
   })
 }

@@ -8,15 +8,16 @@ const CHALLENGE = 'Bearer realm="shell"'
 const KEYS_RETRY_AFTER_S = '5'
 
 /**
- * Authenticates a request and hands the caller to `respond`. A cached token
- * is answered synchronously (no promise, no microtask); a new one is verified
- * first. Every failure becomes the contract's 401 or 503.
+ * Authenticates a request and hands the caller to `respond`, with whether
+ * the token was verified just now (else it came from the cache). A cached
+ * token is answered synchronously (no promise, no microtask); a new one is
+ * verified first. Every failure becomes the contract's 401 or 503.
  */
 export function authenticateThen(
   verifier: TokenVerifier,
   authorization: string | undefined,
   reply: FastifyReply,
-  respond: (caller: VerifiedCaller) => FastifyReply,
+  respond: (caller: VerifiedCaller, verifiedNow: boolean) => FastifyReply,
 ): FastifyReply | Promise<FastifyReply> {
   const token = readBearerToken(authorization)
   if (token === null) {
@@ -25,8 +26,11 @@ export function authenticateThen(
     })
   }
   const caller = verifier.authenticate(token)
-  if (!(caller instanceof Promise)) return respond(caller)
-  return caller.then(respond, (error: unknown) => sendAuthFailure(reply, error))
+  if (!(caller instanceof Promise)) return respond(caller, false)
+  return caller.then(
+    (verified) => respond(verified, true),
+    (error: unknown) => sendAuthFailure(reply, error),
+  )
 }
 
 function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {

@@ -9,11 +9,15 @@ export interface LastShell {
   readonly etag: string
 }
 
-/** Looks up, or computes and remembers, the caller's shell of one app in one snapshot. */
+/**
+ * Looks up, or computes and remembers, the caller's shell of one app in one
+ * snapshot. `remember: false` computes it without looking up or remembering.
+ */
 export type LastShellLookup = (
   snapshot: Snapshot,
   view: AppView,
   caller: VerifiedCaller,
+  remember?: boolean,
 ) => LastShell
 
 /**
@@ -23,21 +27,29 @@ export type LastShellLookup = (
  * Held weakly by caller, so an entry leaves with its token's cache entry, and
  * dropped whole when the snapshot changes, so it never keeps an old
  * snapshot's views alive; it holds at most one variant per cached caller,
- * shared by callers with the same roles.
+ * shared by callers with the same roles. A caller verified by this very
+ * request is not remembered: in a flood of new tokens most never come back,
+ * and each entry would cost its insert and the collector's weak-map work; its
+ * next request, a cache hit, remembers it.
  */
 export function createLastShellMemo(): LastShellLookup {
   let memoSnapshot: Snapshot | undefined
   let lastShells = new WeakMap<VerifiedCaller, LastShell>()
-  return (snapshot, view, caller) => {
+  return (snapshot, view, caller, remember = true) => {
+    if (!remember) return shellOf(view, caller)
     if (snapshot !== memoSnapshot) {
       memoSnapshot = snapshot
       lastShells = new WeakMap()
     }
     const last = lastShells.get(caller)
     if (last !== undefined && last.view === view) return last
-    const variant = view.variant(caller.roles)
-    const shell: LastShell = { view, variant, etag: `"${variant.tag}.${caller.userTag}"` }
+    const shell = shellOf(view, caller)
     lastShells.set(caller, shell)
     return shell
   }
+}
+
+function shellOf(view: AppView, caller: VerifiedCaller): LastShell {
+  const variant = view.variant(caller.roles)
+  return { view, variant, etag: `"${variant.tag}.${caller.userTag}"` }
 }

@@ -30,12 +30,12 @@ export function registerShellRoutes(
       const { appKey } = request.params
       // A key that cannot exist is answered without verifying anything.
       if (!APP_KEY.test(appKey)) return sendProblem(reply, 'notFound', 'no such app')
-      return authenticateThen(verifier, request.headers.authorization, reply, (caller) => {
+      return authenticateThen(verifier, request.headers.authorization, reply, (caller, fresh) => {
         const snapshot = snapshots.current()
         if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
         const view = snapshot.app(appKey)
         if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
-        const { variant, etag } = lastShellOf(snapshot, view, caller)
+        const { variant, etag } = lastShellOf(snapshot, view, caller, !fresh)
         return sendTagged(request, reply, etag, () =>
           joinBodyParts(variant.head, caller.userBlock, variant.tail),
         )

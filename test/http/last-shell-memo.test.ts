@@ -61,3 +61,18 @@ t.test('another app or another snapshot is looked up again', async (t) => {
   lastShellOf(snapshotOf('v2'), crm, alice)
   t.equal(crm.calls, 3)
 })
+
+t.test('a shell computed with remember false is neither looked up nor remembered', async (t) => {
+  const lastShellOf = createLastShellMemo()
+  const snapshot = snapshotOf('v1')
+  const crm = countingView('crm')
+  const alice = caller('alice', ['a'])
+  const once = lastShellOf(snapshot, crm, alice, false)
+  t.equal(once.etag, `"tag-crm-a.${alice.userTag}"`)
+  t.equal(crm.calls, 1)
+  const remembered = lastShellOf(snapshot, crm, alice)
+  t.equal(crm.calls, 2, 'the first one was not remembered')
+  t.not(lastShellOf(snapshot, crm, alice, false), remembered, 'nor looked up')
+  t.equal(lastShellOf(snapshot, crm, alice), remembered)
+  t.equal(crm.calls, 3)
+})

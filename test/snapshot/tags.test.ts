@@ -1,4 +1,5 @@
 import t from 'tap'
+import { contentTag, textTag } from '../../src/content-tag.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { GrantRow, MenuItemRow, Snapshot, SnapshotRows } from '../../src/snapshot/types.js'
 import { appRow, brandingRow, grantRows, itemRow, requireApp } from './rows.js'
@@ -227,4 +228,12 @@ t.test('the snapshot is immutable and keeps its own load time', async (t) => {
   t.equal(crm.grantedRoles.size, 2)
   t.equal(snapshot.app('unknown'), undefined)
   t.ok(buildSnapshot(contentRows()).loadedAt instanceof Date, 'defaults to now')
+})
+
+t.test('textTag is contentTag of one string, non-ASCII and empty text included', async (t) => {
+  for (const text of ['', '{"sub":"alice"}', 'Zoë 🙂 日本', 'a\u0000b']) {
+    t.equal(textTag(text), contentTag(text), JSON.stringify(text))
+    t.equal(textTag(text), contentTag(Buffer.from(text)))
+  }
+  t.not(textTag('a'), textTag('b'))
 })
