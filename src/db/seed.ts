@@ -26,6 +26,8 @@ export class DefinitionsError extends Error {
 export async function readDefinitionFiles(files: readonly string[]): Promise<AppDefinition[]> {
   const problems: DefinitionProblem[] = []
   const parsed: { file: string; apps: readonly AppDefinition[] }[] = []
+  // From every file that parsed as JSON, valid or not, so a clash is reported with the rest.
+  const keysByFile: { file: string; appKeys: readonly (string | undefined)[] }[] = []
   for (const file of files) {
     let text: string
     try {
@@ -39,10 +41,11 @@ export async function readDefinitionFiles(files: readonly string[]): Promise<App
       continue
     }
     const result = parseDefinitions(text, file)
+    keysByFile.push({ file, appKeys: result.appKeys })
     if (result.ok) parsed.push({ file, apps: result.apps })
     else problems.push(...result.problems)
   }
-  problems.push(...findDuplicateAppKeys(parsed))
+  problems.push(...findDuplicateAppKeys(keysByFile))
   if (problems.length > 0) throw new DefinitionsError(problems)
   return parsed.flatMap(({ apps }) => apps)
 }

@@ -11,14 +11,19 @@ import type {
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true })
 const validateSchema = ajv.compile(definitionsSchema)
 
-export type ParseResult =
+export type ParseResult = (
   | { readonly ok: true; readonly apps: readonly AppDefinition[] }
   | { readonly ok: false; readonly problems: readonly DefinitionProblem[] }
+) & {
+  /** `$.apps[i].key` where it is a string, valid file or not: for findDuplicateAppKeys. */
+  readonly appKeys: readonly (string | undefined)[]
+}
 
 /**
  * Parses one definitions file and checks all of it: JSON syntax, the schema
  * (every error, not the first), then what a schema cannot say (item ids
- * unique in their app). Returns every problem with its JSON path.
+ * unique in their app), the latter also where the schema failed, as far as
+ * the document's shape allows. Returns every problem with its JSON path.
  */
 export function parseDefinitions(text: string, file: string): ParseResult {
   let document: unknown
@@ -28,36 +33,36 @@ export function parseDefinitions(text: string, file: string): ParseResult {
     return {
       ok: false,
       problems: [{ file, path: '$', message: `not valid JSON: ${(error as Error).message}` }],
+      appKeys: [],
     }
   }
-  if (!validateSchema(document)) {
-    return {
-      ok: false,
-      problems: (validateSchema.errors ?? []).map((error) => describeSchemaError(file, error)),
-    }
-  }
-  const rawApps = (document as { apps: RawApp[] }).apps
-  const problems = findDuplicateItemIds(file, rawApps)
-  if (problems.length > 0) return { ok: false, problems }
-  return { ok: true, apps: rawApps.map(normalizeApp) }
+  const apps = readLooseApps(document)
+  const appKeys = apps.map((app) => (typeof app?.key === 'string' ? app.key : undefined))
+  const problems: DefinitionProblem[] = validateSchema(document)
+    ? []
+    : (validateSchema.errors ?? []).map((error) => describeSchemaError(file, error))
+  problems.push(...findDuplicateItemIds(file, apps))
+  if (problems.length > 0) return { ok: false, problems, appKeys }
+  return { ok: true, apps: (document as { apps: RawApp[] }).apps.map(normalizeApp), appKeys }
 }
 
 /** Several files are one import: an app key defined twice is a problem too. */
 export function findDuplicateAppKeys(
-  files: readonly { file: string; apps: readonly AppDefinition[] }[],
+  files: readonly { file: string; appKeys: readonly (string | undefined)[] }[],
 ): DefinitionProblem[] {
   const seen = new Map<string, string>()
   const problems: DefinitionProblem[] = []
-  for (const { file, apps } of files) {
-    apps.forEach((app, index) => {
+  for (const { file, appKeys } of files) {
+    appKeys.forEach((key, index) => {
+      if (key === undefined) return
       const path = `$.apps[${index}].key`
-      const first = seen.get(app.key)
-      if (first === undefined) seen.set(app.key, `${file} ${path}`)
+      const first = seen.get(key)
+      if (first === undefined) seen.set(key, `${file} ${path}`)
       else
         problems.push({
           file,
           path,
-          message: `app "${app.key}" is defined twice (first at ${first})`,
+          message: `app "${key}" is defined twice (first at ${first})`,
         })
     })
   }
@@ -130,26 +135,53 @@ function normalizeItem(raw: RawItem): ItemDefinition {
   }
 }
 
-function findDuplicateItemIds(file: string, apps: readonly RawApp[]): DefinitionProblem[] {
+/** A JSON object as read, before or without the schema's blessing. */
+type LooseObject = Readonly<Record<string, unknown>>
+
+function asLooseObject(value: unknown): LooseObject | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as LooseObject)
+    : undefined
+}
+
+function asLooseArray(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : []
+}
+
+/** `$.apps` entries, each an object or undefined, whatever else the document gets wrong. */
+function readLooseApps(document: unknown): (LooseObject | undefined)[] {
+  return asLooseArray(asLooseObject(document)?.apps).map(asLooseObject)
+}
+
+function findDuplicateItemIds(
+  file: string,
+  apps: readonly (LooseObject | undefined)[],
+): DefinitionProblem[] {
   const problems: DefinitionProblem[] = []
   apps.forEach((app, appIndex) => {
+    if (app === undefined) return
+    const appName = typeof app.key === 'string' ? `app "${app.key}"` : `$.apps[${appIndex}]`
     const seen = new Map<string, string>()
-    const visit = (items: readonly RawItem[], path: string) => {
-      items.forEach((item, index) => {
+    const visit = (items: readonly unknown[], path: string) => {
+      items.forEach((value, index) => {
+        const item = asLooseObject(value)
         const itemPath = `${path}[${index}]`
-        const first = seen.get(item.id)
-        if (first === undefined) seen.set(item.id, `${itemPath}.id`)
-        else
-          problems.push({
-            file,
-            path: `${itemPath}.id`,
-            message: `item id "${item.id}" is used twice in app "${app.key}" (first at ${first})`,
-          })
-        visit(item.children ?? [], `${itemPath}.children`)
+        if (typeof item?.id === 'string') {
+          const first = seen.get(item.id)
+          if (first === undefined) seen.set(item.id, `${itemPath}.id`)
+          else
+            problems.push({
+              file,
+              path: `${itemPath}.id`,
+              message: `item id "${item.id}" is used twice in ${appName} (first at ${first})`,
+            })
+        }
+        visit(asLooseArray(item?.children), `${itemPath}.children`)
       })
     }
+    const menus = asLooseObject(app.menus)
     for (const zone of ZONES)
-      visit(app.menus?.[zone] ?? [], `$.apps[${appIndex}].menus${formatKey(zone)}`)
+      visit(asLooseArray(menus?.[zone]), `$.apps[${appIndex}].menus${formatKey(zone)}`)
   })
   return problems
 }

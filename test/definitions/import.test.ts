@@ -258,6 +258,41 @@ const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
     { apps: [validApp, { ...validApp, name: 'Again' }] },
     [['$.apps[1].key', /app "ok" is defined twice/]],
   ],
+  [
+    'duplicate item ids next to schema errors',
+    {
+      apps: [
+        {
+          ...validApp,
+          branding: { primaryColor: 'blue' },
+          menus: {
+            sidebar: [
+              { id: 'a', label: 'A' },
+              { id: 'a', label: 'A again', kind: 'button' },
+            ],
+          },
+        },
+        { name: 'No key', menus: { topbar: [{ id: 'x' }, { id: 'x' }] } },
+      ],
+    },
+    [
+      ['$.apps[0].branding.primaryColor', /must match/],
+      ['$.apps[0].menus.sidebar[1].kind', /must be one of/],
+      ['$.apps[0].menus.sidebar[1].id', /item id "a" is used twice in app "ok"/],
+      ['$.apps[1].key', /is required/],
+      ['$.apps[1].menus.topbar[0].label', /is required/],
+      ['$.apps[1].menus.topbar[1].label', /is required/],
+      ['$.apps[1].menus.topbar[1].id', /item id "x" is used twice in \$\.apps\[1\]/],
+    ],
+  ],
+  [
+    "an app key of another file's, in a file with schema errors",
+    { apps: [{ key: 'valid', name: '' }] },
+    [
+      ['$.apps[0].name', /must NOT have fewer than 1 characters/],
+      ['$.apps[0].key', /app "valid" is defined twice \(first at .*\$\.apps\[0\]\.key\)/],
+    ],
+  ],
 ]
 
 for (const [name, content, expected] of badFiles) {
