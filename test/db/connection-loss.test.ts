@@ -1,13 +1,19 @@
 /**
- * The PostgreSQL driver when a backend dies in the middle of a transaction.
- * postgres.js 3.4.9 then sends its own ROLLBACK on the closed connection,
- * which threw from a timer and ended the process; patches/postgres+3.4.9.patch
- * makes it a rejected query. Migrations, imports and every snapshot read run
- * in transactions, so this is the failure a database failover brings.
+ * The PostgreSQL driver on the failure paths that patches/postgres+3.4.9.patch
+ * mends, each of which ended the process from inside postgres.js 3.4.9:
+ * - a backend that dies in the middle of a transaction: the driver then sends
+ *   its own ROLLBACK on the closed connection, which threw from a timer.
+ *   Migrations, imports and every snapshot read run in transactions, so this
+ *   is the failure a database failover brings;
+ * - the array-types query every new connection runs first: its promise was
+ *   dropped, so its failure (the connection killed at that moment, as a
+ *   failover or a fast shutdown does) was an unhandled rejection.
  */
+import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import t from 'tap'
 import { createTestDatabase } from '../helpers/database.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 t.test('a transaction whose backend is terminated rejects; the pool goes on', async (t) => {
   const db = await createTestDatabase(t)
@@ -21,9 +27,86 @@ t.test('a transaction whose backend is terminated rejects; the pool goes on', as
   })
   while (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
   await db.sql`select pg_terminate_backend(${pid})`
-  await t.rejects(transaction, { code: /^(57P01|CONNECTION_CLOSED)$/ }, 'the caller gets the error')
+  // 57P01 or CONNECTION_CLOSED, or a reset, depending on how the close reaches the socket.
+  await t.rejects(transaction, 'the caller gets an error')
   // The ROLLBACK's write runs from a timer after the rejection: give it its turn.
   await new Promise((resolve) => setTimeout(resolve, 50))
   const [row] = await sql<{ one: number }[]>`select 1 as one`
   t.equal(row?.one, 1, 'a new connection serves the next query')
 })
+
+t.test(
+  'a query of a transaction whose connection has closed fails, and the pool keeps the connection',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    // One connection: were it lost to the pool, the next query would wait forever.
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    const transaction = sql.begin(async (tx) => {
+      const [row] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`
+      await db.sql`select pg_terminate_backend(${row?.pid ?? 0})`
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      // With a parameter: a statement not yet prepared on this connection.
+      await tx`select ${'late'}::text as late`
+    })
+    await t.rejects(transaction, 'the transaction fails')
+    const next = await Promise.race([
+      sql<{ one: number }[]>`select 1 as one`,
+      new Promise<'timed out'>((resolve) => setTimeout(() => resolve('timed out'), 5_000)),
+    ])
+    t.same(next === 'timed out' ? next : next[0], { one: 1 }, 'the next query is answered')
+  },
+)
+
+t.test(
+  'a connection reset in the middle of a transaction leaves nothing stale for its next use',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    const target = new URL(db.url)
+    const proxy = await startTcpProxy(target.hostname, Number(target.port))
+    t.teardown(() => proxy.close())
+    // One connection, used again after the reset: a query left over from the failed
+    // transaction (its own ROLLBACK, written between the socket's error and its close)
+    // would be taken as that next use's current query, and the pool would wait forever.
+    const sql = postgres(proxy.route(db.url), { max: 1, onnotice: () => {} })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    for (let round = 0; round < 3; round += 1) {
+      const transaction = sql.begin(async (tx) => {
+        await tx`select pg_sleep(5)`
+      })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      proxy.cut()
+      await t.rejects(transaction, `round ${round}: the transaction fails`)
+      const next = await Promise.race([
+        sql<{ one: number }[]>`select 1 as one`,
+        new Promise<'timed out'>((resolve) => setTimeout(() => resolve('timed out'), 5_000)),
+      ])
+      t.same(next === 'timed out' ? next : next[0], { one: 1 }, `round ${round}: then a query`)
+    }
+  },
+)
+
+t.test(
+  'a failed array-types lookup on a new connection is not thrown from the driver',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    // A role that may not read pg_type: the lookup fails on a live connection, every time.
+    const role = `shell_test_${randomBytes(6).toString('hex')}`
+    await db.sql.unsafe(`create role ${role} login password 'test'`)
+    await db.sql.unsafe('revoke select on pg_catalog.pg_type from public')
+    const url = new URL(db.url)
+    url.username = role
+    url.password = 'test'
+    const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
+    try {
+      // The driver hands the lookup's error to the query that opened the connection.
+      await t.rejects(sql`select 1 as one`, { code: '42501' }, 'the caller gets the error')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const [row] = await sql<{ two: number }[]>`select 2 as two`
+      t.equal(row?.two, 2, 'and the connection serves the next query')
+    } finally {
+      await sql.end({ timeout: 1 })
+      await db.sql.unsafe(`drop role ${role}`)
+    }
+  },
+)
