@@ -46,6 +46,8 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
   // A dead listener is noticed within about 5 + 2 s; each probe costs one tiny notification.
   const probeIntervalMs = options.probeIntervalMs ?? 5_000
   const probeTimeoutMs = options.probeTimeoutMs ?? 2_000
+  // Set while the pool's probe query goes unanswered, so that a partition is logged once.
+  let poolStalled = false
   const instanceId = randomBytes(6).toString('hex')
 
   let closed = false
@@ -131,10 +133,37 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
         timeout = setTimeout(() => resolve(false), probeTimeoutMs)
       })
       try {
-        await sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
-        if (!(await arrived) && listener === client && !closed) {
+        const notify = sql`select pg_notify(${CHANGE_CHANNEL}, ${payload})`
+        let notified = false
+        // The deadline bounds the query too: a pool connection that went silent (a network
+        // partition) would hold it for as long as TCP does. It is settled, and ignored, later.
+        const sent = notify.then(() => {
+          notified = true
+          return arrived
+        })
+        sent.catch(() => {})
+        const cameBack = await Promise.race([sent, arrived])
+        // A listener replaced or closed meanwhile: this probe proves nothing about it.
+        const current = listener === client && !closed
+        if (current && cameBack) {
+          // Proven, also after a failed probe set the gauge to 0 with the listener intact.
+          metrics.feedListening.set(1)
+          if (poolStalled) logger.info('the database answers the liveness probe again')
+          poolStalled = false
+        } else if (current && notified) {
           logger.warn('the listening connection went silent; reconnecting it')
           restartListener()
+        } else if (current) {
+          // The pool's probe query itself hangs: reloads would too. Say so once; probe soon.
+          if (!poolStalled) {
+            logger.warn(
+              { timeoutMs: probeTimeoutMs },
+              'the database did not answer the liveness probe; changes are not being picked up',
+            )
+          }
+          poolStalled = true
+          metrics.feedListening.set(0)
+          nextProbeInMs = Math.min(probeIntervalMs, 1_000)
         }
       } catch {
         // The database is unreachable through the pool too: the listener is surely down

@@ -27,6 +27,8 @@ export interface SnapshotFeedOptions {
   readonly probeIntervalMs?: number
   /** How long a probe may take before the listening connection is declared dead. */
   readonly probeTimeoutMs?: number
+  /** How long a reload's read may take before it is given up as failed and retried. */
+  readonly reloadTimeoutMs?: number
 }
 
 export interface SnapshotFeed {
@@ -56,9 +58,13 @@ export interface SnapshotFeed {
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { sql, feedUrl, logger, metrics } = options
   const build = options.build ?? buildSnapshot
-  // 5 ms folds the statements of one import (several commits in a row) into one reload
-  // while keeping the change-to-snapshot time far under the contract's 100 ms.
+  // The notifications of one COMMIT arrive together: 1 ms folds them into one reload.
+  // Longer bursts are folded by one-reload-at-a-time (a change during a reload asks for
+  // exactly one more), so the wait adds little to the change-to-snapshot time.
   const coalesceMs = options.coalesceMs ?? 1
+  // A full read of 1,000 apps takes well under a second; a read still running after 30 s
+  // waits on a connection that went silent (a partition), which TCP may hold for minutes.
+  const reloadTimeoutMs = options.reloadTimeoutMs ?? 30_000
 
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.
@@ -124,7 +130,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     const fullRead = fullReadRequested
     fullReadRequested = false
     try {
-      const read = await readSnapshotRows(sql, fullRead ? undefined : knownRevisions)
+      const read = await withDeadline(
+        readSnapshotRows(sql, fullRead ? undefined : knownRevisions),
+        reloadTimeoutMs,
+      )
       const next = await build(read.rows, {
         ...(snapshot === undefined ? {} : { previous: snapshot }),
         unchangedApps: read.unchangedApps,
@@ -196,4 +205,26 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       await listener.close()
     },
   }
+}
+
+/**
+ * The read, or a RELOAD_TIMEOUT error once `ms` have passed. The read itself
+ * cannot be stopped (its connection is silent); it is left to settle, and
+ * ignored, while the next attempt takes another connection of the pool.
+ */
+function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
+  read.catch(() => {})
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          Object.assign(new Error(`the database did not answer the reload within ${ms} ms`), {
+            code: 'RELOAD_TIMEOUT',
+          }),
+        ),
+      ms,
+    )
+  })
+  return Promise.race([read, deadline]).finally(() => clearTimeout(timer))
 }

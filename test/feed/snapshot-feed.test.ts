@@ -1,6 +1,6 @@
 import pino from 'pino'
 import postgres from 'postgres'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import {
@@ -252,7 +252,8 @@ t.test(
     let waiting: { pid: number }[] = []
     t.ok(
       await waitUntil(async () => {
-        waiting = await locker<{ pid: number }[]>`
+        // Not through the locker: inside its transaction pg_stat_activity stays as first read.
+        waiting = await db.sql<{ pid: number }[]>`
           select pid from pg_stat_activity
           where datname = ${db.name} and wait_event_type = 'Lock' and pid <> pg_backend_pid()`
         return waiting.length === 1
@@ -291,6 +292,54 @@ t.test('a silent, half-open listening connection is detected and replaced', asyn
     'the change arrives through a new listening connection',
   )
 })
+
+/** A feed whose pool goes through a TCP proxy while its listening connection does not. */
+async function startFeedWithProxiedPool(t: Test) {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+  const target = new URL(db.url)
+  const proxy = await startTcpProxy(target.hostname, Number(target.port))
+  t.teardown(() => proxy.close())
+  // One connection: nothing to route around the fault with.
+  const pool = connectDatabase(proxy.route(db.url), { max: 1 })
+  t.teardown(() => pool.end({ timeout: 1 }))
+  const lines: { level: number; msg: string; err?: { code?: string } }[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) })
+  const started = startFeed(t, pool, db.url, {
+    logger,
+    probeIntervalMs: 200,
+    probeTimeoutMs: 300,
+    reloadTimeoutMs: 1_000,
+  })
+  const listening = async () => (await started.metrics.feedListening.get()).values[0]?.value
+  t.ok(await waitUntil(async () => (await listening()) === 1), 'listening')
+  return { ...started, db, proxy, lines, listening }
+}
+
+t.test(
+  'a pool that stops answering: the probe says so once, reloads give up and retry, then recover',
+  async (t) => {
+    const { proxy, db, feed, metrics, lines, listening } = await startFeedWithProxiedPool(t)
+    proxy.freeze()
+    t.ok(await waitUntil(async () => (await listening()) === 0, 5_000), 'no longer listening')
+    // A change: its reload waits on the silent connection until the deadline.
+    await db.sql`update shell.apps set name = 'Two'`
+    const timedOut = () =>
+      lines.filter((line) => line.err?.code === 'RELOAD_TIMEOUT' && line.level === 40).length
+    t.ok(await waitUntil(() => timedOut() >= 1, 5_000), 'the reload gave up at its deadline')
+    const errors = (await metrics.snapshotReloads.get()).values.find(
+      (value) => value.labels.result === 'error',
+    )
+    t.ok((errors?.value ?? 0) >= 1, 'counted as a failed reload')
+    const stalled = lines.filter((line) => /did not answer the liveness probe/.test(line.msg))
+    t.equal(stalled.length, 1, 'one warning for the whole stall')
+    // The silent connections are reset; new ones get through.
+    proxy.cut()
+    t.ok(await waitUntil(async () => (await listening()) === 1, 10_000), 'listening again')
+    t.ok(lines.some((line) => /answers the liveness probe again/.test(line.msg)))
+    t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'Two'), 'the change arrives')
+  },
+)
 
 t.test(
   'PostgreSQL stopped and started again: the last snapshot is served meanwhile, then changes flow',
