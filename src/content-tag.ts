@@ -6,13 +6,13 @@ import { createHash, hash } from 'node:crypto'
  * enough to tell versions of one response apart, and keep ETags short.
  */
 export function contentTag(...parts: readonly (Buffer | string)[]): string {
-  const hash = createHash('sha256')
+  const digest = createHash('sha256')
   for (const part of parts) {
-    hash.update(part)
+    digest.update(part)
     // A separator, so that ("ab", "c") and ("a", "bc") differ.
-    hash.update('\0')
+    digest.update('\0')
   }
-  return hash.digest('base64url').slice(0, 20)
+  return digest.digest('base64url').slice(0, 20)
 }
 
 /**

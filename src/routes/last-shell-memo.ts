@@ -17,7 +17,7 @@ export type LastShellLookup = (
   snapshot: Snapshot,
   view: AppView,
   caller: VerifiedCaller,
-  remember?: boolean,
+  options?: { readonly remember: boolean },
 ) => LastShell
 
 /**
@@ -35,8 +35,8 @@ export type LastShellLookup = (
 export function createLastShellMemo(): LastShellLookup {
   let memoSnapshot: Snapshot | undefined
   let lastShells = new WeakMap<VerifiedCaller, LastShell>()
-  return (snapshot, view, caller, remember = true) => {
-    if (!remember) return shellOf(view, caller)
+  return (snapshot, view, caller, options) => {
+    if (options?.remember === false) return shellOf(view, caller)
     if (snapshot !== memoSnapshot) {
       memoSnapshot = snapshot
       lastShells = new WeakMap()

@@ -35,7 +35,7 @@ export function registerShellRoutes(
         if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
         const view = snapshot.app(appKey)
         if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
-        const { variant, etag } = lastShellOf(snapshot, view, caller, !fresh)
+        const { variant, etag } = lastShellOf(snapshot, view, caller, { remember: !fresh })
         return sendTagged(request, reply, etag, () =>
           joinBodyParts(variant.head, caller.userBlock, variant.tail),
         )

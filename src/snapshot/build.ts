@@ -118,6 +118,7 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   internalsOf.set(snapshot, { apps: builtApps, variants })
   return snapshot
 }
+
 /**
  * Drops the variants of app contents the new snapshot no longer has (an app
  * changed or removed): no request will ask for them again, and left to the
