@@ -86,6 +86,24 @@ t.test(
   },
 )
 
+t.test('the error that ended a connection is not handed to its next query', async (t) => {
+  const db = await createTestDatabase(t)
+  // One connection, so the next query is the next life of the very same connection.
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+  t.teardown(() => sql.end({ timeout: 1 }))
+  for (let round = 0; round < 3; round += 1) {
+    const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
+    const sleeping = sql`select pg_sleep(5)`
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await db.sql`select pg_terminate_backend(${row?.pid ?? 0})`
+    await t.rejects(sleeping, `round ${round}: the query that was running fails`)
+    // After the close: a query sent between the socket's error and its close fails too.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const [next] = await sql<{ one: number }[]>`select 1 as one`
+    t.equal(next?.one, 1, `round ${round}: the next query is answered`)
+  }
+})
+
 t.test(
   'a failed array-types lookup on a new connection is not thrown from the driver',
   async (t) => {
