@@ -92,10 +92,19 @@ t.test('the error that ended a connection is not handed to its next query', asyn
   const sql = postgres(db.url, { max: 1, onnotice: () => {} })
   t.teardown(() => sql.end({ timeout: 1 }))
   for (let round = 0; round < 3; round += 1) {
-    const [row] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`
-    const sleeping = sql`select pg_sleep(5)`
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    await db.sql`select pg_terminate_backend(${row?.pid ?? 0})`
+    // execute(): a postgres.js query starts when awaited, and this one must run meanwhile.
+    const sleeping = sql`select pg_sleep(5)`.execute()
+    sleeping.catch(() => {})
+    // The backend that runs it, found by its query text once it runs.
+    let killed = 0
+    for (let attempt = 0; attempt < 100 && killed === 0; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const rows = await db.sql`
+        select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = ${db.name} and query = 'select pg_sleep(5)' and state = 'active'`
+      killed = rows.length
+    }
+    t.equal(killed, 1, `round ${round}: the backend running the query is terminated`)
     await t.rejects(sleeping, `round ${round}: the query that was running fails`)
     // After the close: a query sent between the socket's error and its close fails too.
     await new Promise((resolve) => setTimeout(resolve, 200))
