@@ -14,15 +14,19 @@ export interface Metrics {
   readonly jwksFetches: Counter<'result'>
 }
 
-export type TokenVerificationResult =
-  | 'ok'
-  | 'expired'
-  | 'invalid_signature'
-  | 'unknown_kid'
-  | 'invalid_audience'
-  | 'invalid_issuer'
-  | 'malformed'
-  | 'keys_unavailable'
+/** The `result` label values of shell_token_verifications_total (contract, section 10). */
+const TOKEN_VERIFICATION_RESULTS = [
+  'ok',
+  'expired',
+  'invalid_signature',
+  'unknown_kid',
+  'invalid_audience',
+  'invalid_issuer',
+  'malformed',
+  'keys_unavailable',
+] as const
+
+export type TokenVerificationResult = (typeof TOKEN_VERIFICATION_RESULTS)[number]
 
 /**
  * A registry of its own (not prom-client's global one), so that tests can build
@@ -77,7 +81,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
     feedListening: new Gauge({
       name: 'shell_feed_listening',
-      help: '1 while the LISTEN connection for change notifications is up, else 0.',
+      help: '1 while a notification sent through the pool comes back on the LISTEN connection, else 0.',
       registers: [registry],
     }),
     jwksFetches: new Counter({
@@ -93,17 +97,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     metrics.jwksFetches.inc({ result }, 0)
   }
   for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
-  const verificationResults: TokenVerificationResult[] = [
-    'ok',
-    'expired',
-    'invalid_signature',
-    'unknown_kid',
-    'invalid_audience',
-    'invalid_issuer',
-    'malformed',
-    'keys_unavailable',
-  ]
-  for (const result of verificationResults) metrics.tokenVerifications.inc({ result }, 0)
+  for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
   metrics.snapshotLoaded.set(0)
   metrics.feedListening.set(0)
   return metrics
