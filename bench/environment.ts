@@ -1,9 +1,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Releasers } from '../src/releasers.js'
 import { type PrivatePostgres, startPrivatePostgres } from '../test/helpers/test-postgres.js'
 import type { BaselineConfig, RecordedResponse } from './baseline-server.js'
-import type { Cleanup } from './cleanup.js'
 import {
   createSeededDatabase,
   type DatasetSummary,
@@ -80,7 +80,7 @@ export interface BenchEnvironment {
 
 export async function setUpEnvironment(
   settings: BenchSettings,
-  cleanup: Cleanup,
+  cleanup: Releasers,
   log: (line: string) => void,
 ): Promise<BenchEnvironment> {
   const step = async <T>(what: string, work: () => Promise<T>): Promise<T> => {

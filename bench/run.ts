@@ -7,7 +7,8 @@
  */
 import { readdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createCleanup } from './cleanup.js'
+import pino from 'pino'
+import { createReleasers } from '../src/releasers.js'
 import { setUpEnvironment } from './environment.js'
 import { TARGETS } from './outcome.js'
 import { summarizeProfile } from './profile-summary.js'
@@ -23,14 +24,18 @@ const log = (line: string) => {
 }
 
 const settings = readBenchSettings()
-const cleanup = createCleanup(log)
+// The service's own releasers: stops in reverse order, each even when one before it failed.
+// Only failures are logged, as one line of the benchmark's log each.
+const cleanup = createReleasers(
+  pino({ level: 'error' }, { write: (line: string) => log(`cleanup: ${line.trim()}`) }),
+)
 let interrupted = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (interrupted) process.exit(130)
     interrupted = true
     log(`${signal}: stopping everything the benchmark started (again to force)`)
-    void cleanup.run().then(() => process.exit(130))
+    void cleanup.releaseAll().then(() => process.exit(130))
   })
 }
 
@@ -76,7 +81,7 @@ try {
   )
   if (env.profileDir !== null) {
     // The profiles are written when the processes exit.
-    await cleanup.run()
+    await cleanup.releaseAll()
     await printProfiles(env.profileDir)
   }
 } catch (error) {
@@ -85,7 +90,7 @@ try {
   if (!interrupted)
     log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
 } finally {
-  await cleanup.run()
+  await cleanup.releaseAll()
 }
 process.exit(exitCode)
 
