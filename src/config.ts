@@ -3,13 +3,40 @@ import { isIP } from 'node:net'
 /** A bad setting: stops the start with one line that names the variable. */
 export class ConfigError extends Error {
   constructor(
-    readonly variable: string,
+    readonly variable: ConfigVariable,
     reason: string,
   ) {
     super(`${variable}: ${reason}`)
     this.name = 'ConfigError'
   }
 }
+
+/**
+ * Every environment variable the service reads: the one list that the README,
+ * the operator guide, the test harness (which scrubs them from a child's
+ * environment) and the benchmark derive from or are checked against. The
+ * readers below take only these names.
+ */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'FEED_DATABASE_URL',
+  'MIGRATE',
+  'OIDC_ISSUER',
+  'OIDC_AUDIENCE',
+  'OIDC_DISCOVERY_URL',
+  'OIDC_JWKS_URL',
+  'OIDC_ROLES_CLAIM',
+  'OIDC_CLOCK_TOLERANCE_S',
+  'OIDC_JWKS_COOLDOWN_S',
+  'OIDC_JWKS_MAX_AGE_S',
+  'AUTH_FAILURE_LOG',
+  'TOKEN_CACHE_MAX',
+  'LOG_LEVEL',
+  'LOG_REQUESTS',
+] as const
+export type ConfigVariable = (typeof CONFIG_VARIABLES)[number]
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly LogLevel[] = [
@@ -127,12 +154,18 @@ function readOidc(env: Env, issuer: string): OidcConfig {
 }
 
 /** Unset and empty are the same: a variable set to "" in a manifest means "use the default". */
-function readString(env: Env, name: string): string | null {
+function readString(env: Env, name: ConfigVariable): string | null {
   const value = env[name]?.trim()
   return value === undefined || value === '' ? null : value
 }
 
-function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+function readInt(
+  env: Env,
+  name: ConfigVariable,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const text = readString(env, name)
   if (text === null) return fallback
   if (!/^\d+$/.test(text)) {
@@ -145,7 +178,7 @@ function readInt(env: Env, name: string, fallback: number, min: number, max: num
   return value
 }
 
-function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+function readBoolean(env: Env, name: ConfigVariable, fallback: boolean): boolean {
   const text = readString(env, name)?.toLowerCase()
   if (text === undefined) return fallback
   if (['true', '1', 'yes', 'on'].includes(text)) return true
@@ -155,7 +188,7 @@ function readBoolean(env: Env, name: string, fallback: boolean): boolean {
 
 function readChoice<T extends string>(
   env: Env,
-  name: string,
+  name: ConfigVariable,
   choices: readonly T[],
   fallback: T,
 ): T {
@@ -168,7 +201,7 @@ function readChoice<T extends string>(
   return choice
 }
 
-function readUrl(env: Env, name: string): string | null {
+function readUrl(env: Env, name: ConfigVariable): string | null {
   const text = readString(env, name)
   if (text === null) return null
   let url: URL
@@ -184,7 +217,7 @@ function readUrl(env: Env, name: string): string | null {
 }
 
 /** Checks the shape only; never echoes the value, which may hold a password. */
-function readPostgresUrl(env: Env, name: string): string | null {
+function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
   const text = readString(env, name)
   if (text === null) return null
   let url: URL

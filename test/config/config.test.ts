@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { ConfigError, isLoopback, loadConfig } from '../../src/config.js'
+import { CONFIG_VARIABLES, ConfigError, isLoopback, loadConfig } from '../../src/config.js'
 
 t.test('defaults give local mode on loopback with the embedded database', async (t) => {
   const config = loadConfig({})
@@ -81,3 +82,28 @@ t.test('loopback detection', async (t) => {
     t.ok(isLoopback(host), host)
   for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com']) t.notOk(isLoopback(host), host)
 })
+
+t.test('the parser reads exactly the listed variables', async (t) => {
+  const read = new Set<string>()
+  const env = new Proxy(
+    { OIDC_ISSUER: 'https://id.example/realms/x', OIDC_AUDIENCE: 'a', HOST: '0.0.0.0' },
+    {
+      get(target, name) {
+        if (typeof name === 'string') read.add(name)
+        return Reflect.get(target, name)
+      },
+    },
+  )
+  loadConfig(env)
+  t.same([...read].sort(), [...CONFIG_VARIABLES].sort())
+})
+
+t.test(
+  "the README's configuration table lists exactly the variables the service reads",
+  async (t) => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+    const section = readme.split(/^## Configuration$/m)[1]?.split(/^## /m)[0] ?? ''
+    const listed = [...section.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((match) => match[1])
+    t.same(listed, [...CONFIG_VARIABLES])
+  },
+)

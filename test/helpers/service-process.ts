@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { CONFIG_VARIABLES } from '../../src/config.js'
 
 const execFileAsync = promisify(execFile)
 
@@ -8,14 +9,13 @@ const execFileAsync = promisify(execFile)
 export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** Settings a developer's shell may hold that would change what the spawned process does. */
-const INHERITED_SETTINGS =
-  /^(PORT|HOST|DATABASE_URL|FEED_DATABASE_URL|MIGRATE|OIDC_.*|AUTH_FAILURE_LOG|TOKEN_CACHE_MAX|LOG_LEVEL|LOG_REQUESTS)$/
+const INHERITED_SETTINGS: ReadonlySet<string> = new Set(CONFIG_VARIABLES)
 
 /** process.env without any of the service's settings, plus the given ones. */
 export function serviceEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(process.env))
-    if (!INHERITED_SETTINGS.test(name)) env[name] = value
+    if (!INHERITED_SETTINGS.has(name)) env[name] = value
   return { ...env, ...settings }
 }
 
