@@ -1,5 +1,5 @@
 import { readAppDefinitions, toDefinitionsFile } from '../db/app-definitions.js'
-import { APP_KEY_PATTERN } from '../definitions/schema.js'
+import { APP_KEY_PATTERN } from '../vocabulary.js'
 import type { CommandContext } from './main.js'
 import { withDatabase } from './with-database.js'
 

@@ -1,24 +1,23 @@
 import { isDeepStrictEqual } from 'node:util'
 import type postgres from 'postgres'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
-import { type MenuKind, ZONES, type Zone } from '../snapshot/types.js'
+import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
+import {
+  APP_COLUMNS,
+  BRANDING_COLUMNS,
+  GRANT_COLUMNS,
+  MENU_ITEM_COLUMNS,
+  mapZones,
+  ZONES,
+  type Zone,
+} from '../vocabulary.js'
 import type { Sql } from './connect.js'
+import { columnValues, selectColumns } from './select-columns.js'
 
 type Queryable = postgres.TransactionSql
 
-interface ItemRow {
-  id: string
-  app_key: string
-  item_key: string
-  zone: Zone
-  parent_id: string | null
-  kind: MenuKind
-  label: string
-  icon: string | null
-  href: string | null
-  external: boolean
-  roles: string[]
-}
+/** A menu item row with its granted roles, sorted. */
+type ItemWithRoles = MenuItemRow & { readonly roles: string[] }
 
 /** Reads app definitions (all apps, or one) in the import format, sorted by key. */
 export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<AppDefinition[]> {
@@ -31,20 +30,15 @@ async function readAppDefinitionsIn(
   sql: Queryable,
   appKey: string | null,
 ): Promise<AppDefinition[]> {
-  const apps = await sql<
-    { app_key: string; name: string; description: string | null; home_url: string | null }[]
-  >`
-    select app_key, name, description, home_url from shell.apps
+  const apps = await sql<AppRow[]>`
+    select ${selectColumns(sql, APP_COLUMNS)} from shell.apps
     where ${appKey}::text is null or app_key = ${appKey}
     order by app_key collate "C"`
-  const branding = await sql<(BrandingDefinition & { appKey: string })[]>`
-    select app_key as "appKey", product_name as "productName", logo_url as "logoUrl",
-           favicon_url as "faviconUrl", primary_color as "primaryColor",
-           accent_color as "accentColor", footer_text as "footerText", theme
-    from shell.branding where ${appKey}::text is null or app_key = ${appKey}`
-  const items = await sql<ItemRow[]>`
-    select m.id::text as id, m.app_key, m.item_key, m.zone, m.parent_id::text as parent_id,
-           m.kind, m.label, m.icon, m.href, m.external,
+  const branding = await sql<BrandingRow[]>`
+    select ${selectColumns(sql, BRANDING_COLUMNS)} from shell.branding
+    where ${appKey}::text is null or app_key = ${appKey}`
+  const items = await sql<ItemWithRoles[]>`
+    select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')},
            coalesce(array_agg(g.role order by g.role collate "C") filter (where g.role is not null), '{}') as roles
     from shell.menu_items m
     left join shell.menu_role_grants g on g.menu_item_id = m.id
@@ -53,25 +47,25 @@ async function readAppDefinitionsIn(
     order by m.position, m.id`
   const brandingByApp = new Map(branding.map(({ appKey: key, ...rest }) => [key, rest]))
   return apps.map((app) => ({
-    key: app.app_key,
+    key: app.appKey,
     name: app.name,
     description: app.description,
-    homeUrl: app.home_url,
-    branding: brandingByApp.get(app.app_key) ?? null,
-    menus: buildMenus(items.filter((item) => item.app_key === app.app_key)),
+    homeUrl: app.homeUrl,
+    branding: (brandingByApp.get(app.appKey) as BrandingDefinition | undefined) ?? null,
+    menus: buildMenus(items.filter((item) => item.appKey === app.appKey)),
   }))
 }
 
 /** Rows come ordered by position then id, so each children list is in display order. */
-function buildMenus(rows: readonly ItemRow[]): AppDefinition['menus'] {
-  const childrenOf = new Map<string | null, ItemRow[]>()
+function buildMenus(rows: readonly ItemWithRoles[]): AppDefinition['menus'] {
+  const childrenOf = new Map<string | null, ItemWithRoles[]>()
   for (const row of rows) {
-    const siblings = childrenOf.get(row.parent_id) ?? []
+    const siblings = childrenOf.get(row.parentId) ?? []
     siblings.push(row)
-    childrenOf.set(row.parent_id, siblings)
+    childrenOf.set(row.parentId, siblings)
   }
-  const toDefinition = (row: ItemRow): ItemDefinition => ({
-    id: row.item_key,
+  const toDefinition = (row: ItemWithRoles): ItemDefinition => ({
+    id: row.itemKey,
     kind: row.kind,
     label: row.label,
     icon: row.icon,
@@ -82,12 +76,7 @@ function buildMenus(rows: readonly ItemRow[]): AppDefinition['menus'] {
   })
   const roots = childrenOf.get(null) ?? []
   const zoneItems = (zone: Zone) => roots.filter((row) => row.zone === zone).map(toDefinition)
-  return {
-    topbar: zoneItems('topbar'),
-    sidebar: zoneItems('sidebar'),
-    footer: zoneItems('footer'),
-    'user-menu': zoneItems('user-menu'),
-  }
+  return mapZones(zoneItems)
 }
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged'
@@ -104,19 +93,26 @@ export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<
     await tx`select pg_advisory_xact_lock(hashtext('shell.apps'), hashtext(${app.key}))`
     const [current] = await readAppDefinitionsIn(tx, app.key)
     if (current !== undefined && isDeepStrictEqual(current, app)) return 'unchanged'
+    const appValues = columnValues(APP_COLUMNS, {
+      appKey: app.key,
+      name: app.name,
+      description: app.description,
+      homeUrl: app.homeUrl,
+    })
+    const updatable = Object.keys(appValues).filter((column) => column !== APP_COLUMNS.appKey)
     await tx`
-      insert into shell.apps (app_key, name, description, home_url)
-      values (${app.key}, ${app.name}, ${app.description}, ${app.homeUrl})
-      on conflict (app_key) do update
-        set name = excluded.name, description = excluded.description, home_url = excluded.home_url`
+      insert into shell.apps ${tx(appValues)}
+      on conflict (app_key) do update set ${tx(appValues, updatable)}`
     await tx`delete from shell.branding where app_key = ${app.key}`
     if (app.branding !== null) {
-      const b = app.branding
-      await tx`
-        insert into shell.branding (app_key, product_name, logo_url, favicon_url,
-                                    primary_color, accent_color, footer_text, theme)
-        values (${app.key}, ${b.productName}, ${b.logoUrl}, ${b.faviconUrl},
-                ${b.primaryColor}, ${b.accentColor}, ${b.footerText}, ${tx.json(b.theme as postgres.JSONValue)})`
+      const { theme, ...fields } = app.branding
+      await tx`insert into shell.branding ${tx(
+        columnValues(BRANDING_COLUMNS, {
+          ...fields,
+          appKey: app.key,
+          theme: tx.json(theme as postgres.JSONValue),
+        }),
+      )}`
     }
     await tx`delete from shell.menu_items where app_key = ${app.key}`
     for (const zone of ZONES) await insertItems(tx, app.key, zone, app.menus[zone], null)
@@ -133,15 +129,27 @@ async function insertItems(
 ): Promise<void> {
   for (const [position, item] of items.entries()) {
     const [row] = await tx<{ id: string }[]>`
-      insert into shell.menu_items (app_key, item_key, zone, parent_id, position, kind, label, icon, href, external)
-      values (${appKey}, ${item.id}, ${zone}, ${parentId}, ${position}, ${item.kind}, ${item.label},
-              ${item.icon}, ${item.href}, ${item.external})
-      returning id::text as id`
+      insert into shell.menu_items ${tx(
+        columnValues(MENU_ITEM_COLUMNS, {
+          appKey,
+          itemKey: item.id,
+          zone,
+          parentId,
+          position,
+          kind: item.kind,
+          label: item.label,
+          icon: item.icon,
+          href: item.href,
+          external: item.external,
+        }),
+      )}
+      returning id`
     if (row === undefined) throw new Error(`insert of menu item ${item.id} returned no id`)
     if (item.roles.length > 0) {
-      await tx`
-        insert into shell.menu_role_grants (menu_item_id, role)
-        select ${row.id}::bigint, unnest(${item.roles as string[]}::text[])`
+      const grants = item.roles.map((role) =>
+        columnValues(GRANT_COLUMNS, { menuItemId: row.id, role }),
+      )
+      await tx`insert into shell.menu_role_grants ${tx(grants)}`
     }
     await insertItems(tx, appKey, zone, item.children, row.id)
   }

@@ -1,6 +1,8 @@
 import type postgres from 'postgres'
 import type { AppRow, BrandingRow, GrantRow, MenuItemRow, SnapshotRows } from '../snapshot/types.js'
+import { APP_COLUMNS, BRANDING_COLUMNS, GRANT_COLUMNS, MENU_ITEM_COLUMNS } from '../vocabulary.js'
 import type { Sql } from './connect.js'
+import { selectColumns } from './select-columns.js'
 
 /** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */
 export type AppRevisions = ReadonlyMap<string, string>
@@ -23,8 +25,7 @@ export interface SnapshotRead {
 export async function readSnapshotRows(sql: Sql, known?: AppRevisions): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const appRows = await tx<(AppRow & { revision: string | null })[]>`
-      select a.app_key as "appKey", a.name, a.description, a.home_url as "homeUrl",
-             r.revision::text as revision
+      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)`
     const revisions = new Map<string, string>()
     const unchangedApps = new Set<string>()
@@ -55,18 +56,9 @@ type AppRowSets = [BrandingRow[], MenuItemRow[], GrantRow[]]
 
 async function readAllAppRows(tx: postgres.TransactionSql): Promise<AppRowSets> {
   return Promise.all([
-    tx<BrandingRow[]>`
-      select app_key as "appKey", product_name as "productName", logo_url as "logoUrl",
-             favicon_url as "faviconUrl", primary_color as "primaryColor",
-             accent_color as "accentColor", footer_text as "footerText", theme
-      from shell.branding`,
-    tx<MenuItemRow[]>`
-      select id::text as id, app_key as "appKey", item_key as "itemKey", zone,
-             parent_id::text as "parentId", position, kind, label, icon, href, external
-      from shell.menu_items`,
-    tx<GrantRow[]>`
-      select menu_item_id::text as "menuItemId", role
-      from shell.menu_role_grants`,
+    tx<BrandingRow[]>`select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding`,
+    tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
+    tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
   ])
 }
 
@@ -77,16 +69,13 @@ async function readAppRowsOf(
   const keys = [...appKeys]
   return Promise.all([
     tx<BrandingRow[]>`
-      select app_key as "appKey", product_name as "productName", logo_url as "logoUrl",
-             favicon_url as "faviconUrl", primary_color as "primaryColor",
-             accent_color as "accentColor", footer_text as "footerText", theme
-      from shell.branding where app_key = any(${keys})`,
+      select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding
+      where app_key = any(${keys})`,
     tx<MenuItemRow[]>`
-      select id::text as id, app_key as "appKey", item_key as "itemKey", zone,
-             parent_id::text as "parentId", position, kind, label, icon, href, external
-      from shell.menu_items where app_key = any(${keys})`,
+      select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items
+      where app_key = any(${keys})`,
     tx<GrantRow[]>`
-      select g.menu_item_id::text as "menuItemId", g.role
+      select ${selectColumns(tx, GRANT_COLUMNS, 'g')}
       from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
       where m.app_key = any(${keys})`,
   ])

@@ -1,11 +1,15 @@
-/**
- * JSON Schema of the app definitions file (contract, section 6): the import
- * format, the export format and `seeds/`. The patterns are the database's.
- */
+import {
+  APP_KEY_PATTERN,
+  COLOR_PATTERN,
+  ITEM_KEY_PATTERN,
+  MENU_KINDS,
+  mapZones,
+} from '../vocabulary.js'
 
-export const APP_KEY_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$'
-export const ITEM_KEY_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$'
-export const COLOR_PATTERN = '^#[0-9a-fA-F]{6}$'
+/**
+ * JSON Schema of the app definitions file: the import format, the export
+ * format and `seeds/`. The patterns are the database's.
+ */
 
 const nullableText = { type: ['string', 'null'] } as const
 // `pattern` applies to strings only, so null passes and a bad string gets one clear error.
@@ -34,12 +38,7 @@ export const definitionsSchema = {
         menus: {
           type: 'object',
           additionalProperties: false,
-          properties: {
-            topbar: { $ref: '#/$defs/items' },
-            sidebar: { $ref: '#/$defs/items' },
-            footer: { $ref: '#/$defs/items' },
-            'user-menu': { $ref: '#/$defs/items' },
-          },
+          properties: mapZones(() => ({ $ref: '#/$defs/items' })),
         },
       },
     },
@@ -63,7 +62,7 @@ export const definitionsSchema = {
       additionalProperties: false,
       properties: {
         id: { type: 'string', pattern: ITEM_KEY_PATTERN },
-        kind: { enum: ['link', 'search', 'action'] },
+        kind: { enum: MENU_KINDS },
         label: { type: 'string', minLength: 1 },
         icon: nullableText,
         href: nullableText,

@@ -1,4 +1,4 @@
-import type { MenuKind, Zone } from '../snapshot/types.js'
+import type { MenuKind, Zone } from '../vocabulary.js'
 
 /**
  * One app as the import command applies it and the export command prints it,

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { type MenuKind, ZONES, type Zone } from '../snapshot/types.js'
+import { type MenuKind, mapZones, ZONES, type Zone } from '../vocabulary.js'
 import { definitionsSchema } from './schema.js'
 import type {
   AppDefinition,
@@ -101,12 +101,7 @@ function normalizeApp(raw: RawApp): AppDefinition {
     description: raw.description ?? null,
     homeUrl: raw.homeUrl ?? null,
     branding: raw.branding === undefined ? null : normalizeBranding(raw.branding),
-    menus: {
-      topbar: menuOf('topbar'),
-      sidebar: menuOf('sidebar'),
-      footer: menuOf('footer'),
-      'user-menu': menuOf('user-menu'),
-    },
+    menus: mapZones(menuOf),
   }
 }
 

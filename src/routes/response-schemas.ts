@@ -1,3 +1,5 @@
+import { MENU_KINDS, mapZones, ZONES } from '../vocabulary.js'
+
 /**
  * Response schemas of the API as the contract fixes them. The 200 bodies are
  * precomputed bytes, so these document and are checked by tests; fastify's
@@ -23,7 +25,7 @@ export const menuItemSchema = {
   required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
   properties: {
     id: { type: 'string' },
-    kind: { enum: ['link', 'search', 'action'] },
+    kind: { enum: MENU_KINDS },
     label: { type: 'string' },
     icon: nullableString,
     href: nullableString,
@@ -73,8 +75,8 @@ export const shellBodySchema = {
     },
     menus: {
       type: 'object',
-      required: ['topbar', 'sidebar', 'footer', 'user-menu'],
-      properties: { topbar: menuList, sidebar: menuList, footer: menuList, 'user-menu': menuList },
+      required: ZONES,
+      properties: mapZones(() => menuList),
     },
   },
 }

@@ -1,5 +1,6 @@
+import { ZONES, type Zone } from '../vocabulary.js'
 import { renderItemOpenJson } from './render.js'
-import { type MenuItemRow, ZONES, type Zone } from './types.js'
+import type { MenuItemRow } from './types.js'
 
 /** One reachable menu item, its children in display order, and its JSON serialized once. */
 /**

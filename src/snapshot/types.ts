@@ -1,9 +1,4 @@
-/** The four zones of the page frame, in the order the response lists them. */
-export const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
-export type Zone = (typeof ZONES)[number]
-
-export const MENU_KINDS = ['link', 'search', 'action'] as const
-export type MenuKind = (typeof MENU_KINDS)[number]
+import type { MenuKind, Zone } from '../vocabulary.js'
 
 /** One row of `shell.apps`, as the loader reads it. */
 export interface AppRow {

@@ -1,5 +1,13 @@
 import type postgres from 'postgres'
 import t from 'tap'
+import {
+  APP_KEY_PATTERN,
+  COLOR_PATTERN,
+  ITEM_KEY_PATTERN,
+  MENU_KINDS,
+  TABLES,
+  ZONES,
+} from '../../src/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
@@ -11,20 +19,43 @@ const [sidebarRoot] = await sql<{ id: string }[]>`
   returning id`
 const rootId = sidebarRoot?.id ?? ''
 
-/** Runs a statement in a transaction that is always rolled back, and returns its SQLSTATE. */
-async function sqlStateOf(
-  statement: (tx: postgres.TransactionSql) => Promise<unknown>,
-): Promise<string | null> {
+/** Thrown inside the transaction so that it is rolled back; never escapes `inRollback`. */
+class Rollback extends Error {}
+
+/**
+ * Runs `work` in a transaction that is always rolled back, and returns what
+ * it returned. An error of the work itself (a failed statement) is rethrown.
+ */
+async function inRollback<T>(work: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
+  let result: T | undefined
   try {
     await sql.begin(async (tx) => {
-      await statement(tx)
-      throw new Error('rollback')
+      result = await work(tx)
+      throw new Rollback()
     })
   } catch (error) {
-    const code = (error as { code?: string }).code
-    return code ?? null
+    if (error instanceof Rollback) return result as T
+    throw error
   }
-  return null
+  throw new Error('the transaction committed')
+}
+
+/**
+ * The SQLSTATE a statement fails with, or 'accepted' when it succeeds (in a
+ * transaction that is rolled back either way). An error that is not a SQL
+ * error (no SQLSTATE) is rethrown, so it can never pass for either outcome.
+ */
+async function sqlStateOf(
+  statement: (tx: postgres.TransactionSql) => Promise<unknown>,
+): Promise<string> {
+  try {
+    await inRollback(statement)
+    return 'accepted'
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
+    throw error
+  }
 }
 
 const rejected: Array<[string, string, (tx: postgres.TransactionSql) => Promise<unknown>]> = [
@@ -188,24 +219,21 @@ t.test('accepts the edge cases the rules allow', async (t) => {
       await tx`insert into shell.menu_items (app_key, item_key, zone, label, parent_id) values ('crm', 'a.b_c-d', 'sidebar', 'A', ${rootId})`
       await tx`insert into shell.menu_items (app_key, item_key, zone, label) values ('hr', 'root', 'user-menu', 'Same key, other app')`
     }),
-    null,
+    'accepted',
   )
 })
 
 t.test('defaults: position 0, kind link, external false, theme {}', async (t) => {
-  await sql
-    .begin(async (tx) => {
-      await tx`insert into shell.branding (app_key) values ('hr')`
-      const [branding] = await tx<
-        { theme: unknown }[]
-      >`select theme from shell.branding where app_key = 'hr'`
-      t.same(branding?.theme, {})
-      const [item] = await tx<{ position: number; kind: string; external: boolean }[]>`
+  const defaults = await inRollback(async (tx) => {
+    await tx`insert into shell.branding (app_key) values ('hr')`
+    const [branding] = await tx<
+      { theme: unknown }[]
+    >`select theme from shell.branding where app_key = 'hr'`
+    const [item] = await tx<{ position: number; kind: string; external: boolean }[]>`
       select position, kind, external from shell.menu_items where id = ${rootId}`
-      t.same(item, { position: 0, kind: 'link', external: false })
-      await tx`select 1/0`
-    })
-    .catch(() => {})
+    return { theme: branding?.theme, item }
+  })
+  t.same(defaults, { theme: {}, item: { position: 0, kind: 'link', external: false } })
 })
 
 t.test('a cycle through several items is refused', async (t) => {
@@ -245,4 +273,49 @@ t.test('deleting an app removes its branding, items and grants', async (t) => {
            (select count(*)::int from shell.menu_items where app_key = 'gone') as items,
            (select count(*)::int from shell.menu_role_grants where menu_item_id = ${child?.id ?? ''}) as grants`
   t.same(counts, { branding: 0, items: 0, grants: 0 })
+})
+
+t.test('the database checks the words of src/vocabulary.ts, no more and no fewer', async (t) => {
+  const constraints = await sql<{ name: string; definition: string }[]>`
+    select conname as name, pg_get_constraintdef(oid) as definition
+    from pg_constraint where connamespace = 'shell'::regnamespace and contype = 'c'`
+  const definitionOf = (name: string) =>
+    constraints.find((constraint) => constraint.name === name)?.definition ?? ''
+  const quotedWords = (definition: string) =>
+    [...definition.matchAll(/'([^']*)'::text/g)].map((match) => match[1])
+  t.same(quotedWords(definitionOf('menu_items_zone')), [...ZONES])
+  t.same(quotedWords(definitionOf('menu_items_kind')), [...MENU_KINDS])
+  t.same(quotedWords(definitionOf('apps_app_key_format')), [APP_KEY_PATTERN])
+  t.same(quotedWords(definitionOf('menu_items_item_key_format')), [ITEM_KEY_PATTERN])
+  t.same(quotedWords(definitionOf('branding_primary_color_format')), [COLOR_PATTERN])
+  t.same(quotedWords(definitionOf('branding_accent_color_format')), [COLOR_PATTERN])
+  for (const zone of ZONES) {
+    for (const kind of MENU_KINDS) {
+      const code = await sqlStateOf(
+        (tx) =>
+          tx`insert into shell.menu_items (app_key, item_key, zone, label, kind) values ('hr', 'x', ${zone}, 'X', ${kind})`,
+      )
+      t.equal(code, 'accepted', `${zone} ${kind}`)
+    }
+  }
+})
+
+t.test('every column the service reads exists; the others are kept by the database', async (t) => {
+  const rows = await sql<{ table: string; column: string }[]>`
+    select table_name as table, column_name as column
+    from information_schema.columns where table_schema = 'shell'`
+  for (const [table, columns] of Object.entries(TABLES)) {
+    const inDatabase = rows.filter((row) => row.table === table).map((row) => row.column)
+    const read: string[] = Object.values(columns)
+    t.same(
+      read.filter((column) => !inDatabase.includes(column)),
+      [],
+      `${table}: read columns exist`,
+    )
+    t.same(
+      inDatabase.filter((column) => !read.includes(column)).sort(),
+      table === 'apps' ? ['created_at', 'updated_at'] : [],
+      `${table}: no column the service ignores but timestamps`,
+    )
+  }
 })

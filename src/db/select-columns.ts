@@ -1,0 +1,37 @@
+import type postgres from 'postgres'
+import type { ColumnMap } from '../vocabulary.js'
+
+type Fragment = postgres.PendingQuery<postgres.Row[]>
+
+/**
+ * The select list of a table's columns, each named by its field:
+ * `"t"."app_key" as "appKey", …`. Built from identifiers and fragments, never
+ * from strings, so the column map of src/vocabulary.ts is the only spelling.
+ */
+export function selectColumns(
+  sql: postgres.Sql | postgres.TransactionSql,
+  columns: ColumnMap,
+  tableAlias?: string,
+): Fragment[] {
+  return Object.entries(columns).map(([field, column], index) => {
+    const qualified = sql(tableAlias === undefined ? column : `${tableAlias}.${column}`)
+    return index === 0 ? sql`${qualified} as ${sql(field)}` : sql`, ${qualified} as ${sql(field)}`
+  })
+}
+
+/**
+ * A row's values keyed by column name, for postgres.js's insert and update
+ * helpers (`insert into t ${sql(values)}`): fields left out stay out.
+ */
+export function columnValues<Columns extends ColumnMap>(
+  columns: Columns,
+  fields: { readonly [Field in keyof Columns]?: unknown },
+): Record<string, postgres.SerializableParameter> {
+  const values: Record<string, postgres.SerializableParameter> = {}
+  for (const [field, value] of Object.entries(fields)) {
+    const column = columns[field]
+    if (column === undefined) throw new TypeError(`no column for field "${field}"`)
+    values[column] = value as postgres.SerializableParameter
+  }
+  return values
+}

@@ -1,0 +1,74 @@
+/**
+ * The words of the data model, written once: zones, item kinds, the patterns
+ * of keys, colours and language tags, and the columns of each table with the
+ * name each has in the code. The database's own checks (sql/) spell the same
+ * rules; test/db/schema.test.ts holds them to this module.
+ */
+
+/** The four zones of the page frame, in the order the response lists them. */
+export const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
+export type Zone = (typeof ZONES)[number]
+
+/** One value per zone, in zone order: menus, their schemas, their items. */
+export function mapZones<T>(valueOf: (zone: Zone) => T): Record<Zone, T> {
+  return Object.fromEntries(ZONES.map((zone) => [zone, valueOf(zone)])) as Record<Zone, T>
+}
+
+export const MENU_KINDS = ['link', 'search', 'action'] as const
+export type MenuKind = (typeof MENU_KINDS)[number]
+
+export const APP_KEY_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$'
+export const ITEM_KEY_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$'
+export const COLOR_PATTERN = '^#[0-9a-fA-F]{6}$'
+
+/**
+ * Columns the service reads, by the field name rows carry in the code. The
+ * database may hold more (`created_at`, `updated_at`), which it keeps itself.
+ */
+export const APP_COLUMNS = {
+  appKey: 'app_key',
+  name: 'name',
+  description: 'description',
+  homeUrl: 'home_url',
+} as const
+
+export const BRANDING_COLUMNS = {
+  appKey: 'app_key',
+  productName: 'product_name',
+  logoUrl: 'logo_url',
+  faviconUrl: 'favicon_url',
+  primaryColor: 'primary_color',
+  accentColor: 'accent_color',
+  footerText: 'footer_text',
+  theme: 'theme',
+} as const
+
+export const MENU_ITEM_COLUMNS = {
+  id: 'id',
+  appKey: 'app_key',
+  itemKey: 'item_key',
+  zone: 'zone',
+  parentId: 'parent_id',
+  position: 'position',
+  kind: 'kind',
+  label: 'label',
+  icon: 'icon',
+  href: 'href',
+  external: 'external',
+} as const
+
+export const GRANT_COLUMNS = {
+  menuItemId: 'menu_item_id',
+  role: 'role',
+} as const
+
+/** A table's columns by field name, as above. */
+export type ColumnMap = Readonly<Record<string, string>>
+
+/** Every table of schema `shell` the service reads, with its columns. */
+export const TABLES = {
+  apps: APP_COLUMNS,
+  branding: BRANDING_COLUMNS,
+  menu_items: MENU_ITEM_COLUMNS,
+  menu_role_grants: GRANT_COLUMNS,
+} as const satisfies Record<string, ColumnMap>
