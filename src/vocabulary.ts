@@ -10,8 +10,8 @@ export const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
 export type Zone = (typeof ZONES)[number]
 
 /** One value per zone, in zone order: menus, their schemas, their items. */
-export function mapZones<T>(valueOf: (zone: Zone) => T): Record<Zone, T> {
-  return Object.fromEntries(ZONES.map((zone) => [zone, valueOf(zone)])) as Record<Zone, T>
+export function mapZones<T>(valueFor: (zone: Zone) => T): Record<Zone, T> {
+  return Object.fromEntries(ZONES.map((zone) => [zone, valueFor(zone)])) as Record<Zone, T>
 }
 
 export const MENU_KINDS = ['link', 'search', 'action'] as const
