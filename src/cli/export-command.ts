@@ -1,6 +1,6 @@
 import { readAppDefinitions, toDefinitionsFile } from '../db/app-definitions.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
-import type { CommandContext } from './main.js'
+import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runExport(args: string[], context: CommandContext): Promise<number> {

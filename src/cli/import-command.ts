@@ -1,5 +1,5 @@
 import { DefinitionsError, importDefinitions, readDefinitionFiles } from '../db/seed.js'
-import type { CommandContext } from './main.js'
+import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runImport(args: string[], context: CommandContext): Promise<number> {

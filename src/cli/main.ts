@@ -4,7 +4,8 @@
  * its result on stdout, problems on stderr, and exits 1 on failure.
  */
 import pino from 'pino'
-import { ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
+import type { CommandContext } from './command-context.js'
 import { runExport } from './export-command.js'
 import { runImport } from './import-command.js'
 import { runMigrate } from './migrate-command.js'
@@ -24,11 +25,6 @@ const commands: Record<string, (args: string[], context: CommandContext) => Prom
   token: runToken,
 }
 
-export interface CommandContext {
-  readonly config: ReturnType<typeof loadConfig>
-  readonly logger: pino.Logger
-}
-
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
@@ -40,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`shell-data: unknown command "${name}"\n${USAGE}\n`)
     return 1
   }
-  let config: ReturnType<typeof loadConfig>
+  let config: Config
   try {
     config = loadConfig()
   } catch (error) {

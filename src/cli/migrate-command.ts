@@ -1,5 +1,5 @@
 import { migrateDatabase } from '../db/migrate.js'
-import type { CommandContext } from './main.js'
+import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runMigrate(args: string[], context: CommandContext): Promise<number> {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { loadLocalIssuer, localIssuerUrl, parseTtl } from '../auth/local-issuer.js'
 import { LOCAL_DATA_DIR } from '../db/open-database.js'
-import type { CommandContext } from './main.js'
+import type { CommandContext } from './command-context.js'
 
 /**
  * Local mode only: prints a token signed by the local issuer, for the

@@ -1,7 +1,7 @@
 import { connectDatabase, type Sql } from '../db/connect.js'
 import { migrateDatabase } from '../db/migrate.js'
 import { locateDatabase } from '../db/open-database.js'
-import type { CommandContext } from './main.js'
+import type { CommandContext } from './command-context.js'
 
 /** SQLSTATEs meaning the schema is not there yet: undefined_table, invalid_schema_name. */
 const MISSING_SCHEMA_CODES = new Set(['42P01', '3F000'])

@@ -1,27 +1,6 @@
 import { ZONES, type Zone } from '../vocabulary.js'
 import { renderItemOpenJson } from './render.js'
-import type { MenuItemRow } from './types.js'
-
-/** One reachable menu item, its children in display order, and its JSON serialized once. */
-/**
- * One shown-or-hidden item, holding only what rendering and the version need:
- * snapshots live long, and the loader's row objects would double the heap.
- */
-export interface MenuNode {
-  readonly position: number
-  /** False for a pure grouping, which is dropped when none of its children is shown. */
-  readonly hasHref: boolean
-  /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
-  readonly grants: readonly string[]
-  readonly children: readonly MenuNode[]
-  /** `{"id":…,"external":…,"children":[`: everything of the item but its children. */
-  readonly openJson: string
-  /**
-   * The whole subtree's JSON when no item in it has a grant: its rendering
-   * cannot depend on the caller, so variants copy it instead of walking it.
-   */
-  readonly fixedJson: string | null
-}
+import type { MenuItemRow, MenuNode } from './types.js'
 
 /** An item that no root leads to: its parent is missing, in another zone, or in a cycle. */
 export interface UnreachableItem {

@@ -1,7 +1,13 @@
 import { contentTag } from '../content-tag.js'
 import { ZONES, type Zone } from '../vocabulary.js'
-import type { MenuNode } from './menu-tree.js'
-import type { AppRow, BrandingRow, MenuItemRow, RenderedBody, ShellVariant } from './types.js'
+import type {
+  AppRow,
+  BrandingRow,
+  MenuItemRow,
+  MenuNode,
+  RenderedBody,
+  ShellVariant,
+} from './types.js'
 
 /** The `app` block of the shell response and one entry of the apps inventory. */
 export function renderAppJson(app: AppRow): string {

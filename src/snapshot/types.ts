@@ -36,6 +36,26 @@ export interface MenuItemRow {
   readonly external: boolean
 }
 
+/**
+ * One shown-or-hidden item, holding only what rendering and the version need:
+ * snapshots live long, and the loader's row objects would double the heap.
+ */
+export interface MenuNode {
+  readonly position: number
+  /** False for a pure grouping, which is dropped when none of its children is shown. */
+  readonly hasHref: boolean
+  /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
+  readonly grants: readonly string[]
+  readonly children: readonly MenuNode[]
+  /** `{"id":…,"external":…,"children":[`: everything of the item but its children. */
+  readonly openJson: string
+  /**
+   * The whole subtree's JSON when no item in it has a grant: its rendering
+   * cannot depend on the caller, so variants copy it instead of walking it.
+   */
+  readonly fixedJson: string | null
+}
+
 /** One row of `shell.menu_role_grants`. */
 export interface GrantRow {
   readonly menuItemId: string

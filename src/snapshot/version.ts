@@ -1,7 +1,7 @@
 import { contentTag } from '../content-tag.js'
 import { ZONES } from '../vocabulary.js'
-import type { MenuNode, MenuTrees, UnreachableItem } from './menu-tree.js'
-import type { AppRow, BrandingRow } from './types.js'
+import type { MenuTrees, UnreachableItem } from './menu-tree.js'
+import type { AppRow, BrandingRow, MenuNode } from './types.js'
 
 /** What one app contributes to the snapshot version. */
 export interface VersionedApp {
