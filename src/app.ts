@@ -11,10 +11,10 @@ import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import {
-  buildProblem,
+  buildHttpProblem,
   PROBLEM_CONTENT_TYPE,
-  type ProblemKind,
   sendProblem,
+  sendProblemBody,
 } from './http/problem.js'
 import type { Metrics } from './metrics.js'
 import { registerAppsRoutes } from './routes/apps.js'
@@ -77,11 +77,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
+    // Fastify's own 4xx (a body too large, a media type no route takes, …) keep their status.
     if (status >= 400 && status < 500) {
-      const kind: ProblemKind =
-        status === 404 ? 'notFound' : status === 405 ? 'methodNotAllowed' : 'badRequest'
-      reply.code(status)
-      return sendProblem(reply.code(status), kind, describeClientError(error))
+      return sendProblemBody(reply, buildHttpProblem(status, describeClientError(error)))
     }
     request.log.error({ err: error }, 'request failed')
     return sendProblem(reply, 'internal', 'the request could not be completed')
@@ -137,7 +135,7 @@ function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'the request did not arrive in time']
         : [400, 'the request is not valid HTTP']
-  const body = JSON.stringify(buildProblem('badRequest', detail, status))
+  const body = JSON.stringify(buildHttpProblem(status, detail))
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +

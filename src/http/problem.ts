@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import type { FastifyReply } from 'fastify'
 
 /** RFC 9457 problem details: every error the service sends has this shape. */
@@ -29,9 +30,18 @@ export function problemType(kind: ProblemKind): string {
   return `urn:shell-data:problem:${kind.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`
 }
 
-export function buildProblem(kind: ProblemKind, detail: string, status?: number): ProblemBody {
+export function buildProblem(kind: ProblemKind, detail: string): ProblemBody {
   const problem = PROBLEMS[kind]
-  return { type: problemType(kind), title: problem.title, status: status ?? problem.status, detail }
+  return { type: problemType(kind), title: problem.title, status: problem.status, detail }
+}
+
+/**
+ * A client error of HTTP itself (a body too large, a media type no route
+ * takes, headers too large): type `about:blank`, whose title is by RFC 9457
+ * the status's own phrase.
+ */
+export function buildHttpProblem(status: number, detail: string): ProblemBody {
+  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }
 }
 
 export function sendProblem(
@@ -40,7 +50,14 @@ export function sendProblem(
   detail: string,
   headers: Record<string, string> = {},
 ): FastifyReply {
-  const body = buildProblem(kind, detail)
+  return sendProblemBody(reply, buildProblem(kind, detail), headers)
+}
+
+export function sendProblemBody(
+  reply: FastifyReply,
+  body: ProblemBody,
+  headers: Record<string, string> = {},
+): FastifyReply {
   return reply
     .code(body.status)
     .headers(headers)
