@@ -25,10 +25,6 @@ export interface TokenVerifier {
    * (counts a miss and the verification result; rejects with AuthError only).
    */
   authenticate(token: string): VerifiedCaller | Promise<VerifiedCaller>
-  /** Sync cache lookup: the cached caller (counts a hit) or undefined (counts nothing). */
-  cached(token: string): VerifiedCaller | undefined
-  /** Cache, else full verification (counts a miss and the verification result). Rejects with AuthError only. */
-  verify(token: string): Promise<VerifiedCaller>
   /** Stops timers and aborts key fetches in flight. */
   close(): void
 }
@@ -153,12 +149,6 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
 
   return {
     authenticate(token) {
-      return readCache(token) ?? verifyAndCount(token)
-    },
-
-    cached: readCache,
-
-    async verify(token) {
       return readCache(token) ?? verifyAndCount(token)
     },
 

@@ -33,10 +33,10 @@ export function createAppView(
     const cached = variants.get(cacheKey)
     if (cached !== undefined) return cached
     const relevantRoles = new Set(intersectRoles(callerRoles, grantedRoles))
-    const rendered = renderShellVariant(key, head, menus.roots, relevantRoles)
+    const rendered = renderShellVariant(head, menus.roots, relevantRoles)
     variants.set(cacheKey, rendered)
     return rendered
   }
 
-  return Object.freeze({ key: appKey, grantedRoles, roleSetKey, variant })
+  return Object.freeze({ key: appKey, grantedRoles, variant })
 }

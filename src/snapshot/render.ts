@@ -95,11 +95,10 @@ export function renderAppsInventory(appJsons: readonly string[]): RenderedBody {
 
 /** One response variant: the app's shared head, this role set's menus, and their tag. */
 export function renderShellVariant(
-  roleSetKey: string,
   head: Buffer,
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
   callerRoles: ReadonlySet<string>,
 ): ShellVariant {
   const tail = renderShellTail(roots, callerRoles)
-  return Object.freeze({ roleSetKey, head, tail, tag: contentTag(head, tail) })
+  return Object.freeze({ head, tail, tag: contentTag(head, tail) })
 }

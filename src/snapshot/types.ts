@@ -82,7 +82,6 @@ export interface RenderedBody {
  * body = head + userBlock + tail.
  */
 export interface ShellVariant {
-  readonly roleSetKey: string
   /** `{"app":{...},"branding":{...},"user":` */
   readonly head: Buffer
   /** `,"menus":{...}}` */
@@ -100,15 +99,10 @@ export interface AppView {
    */
   readonly grantedRoles: ReadonlySet<string>
   /**
-   * The sorted intersection of the caller's roles with the app's granted
-   * roles, joined with ",": callers with the same key see the same items.
-   * Expects the caller's roles de-duplicated and sorted, as the auth layer
-   * delivers them. If some granted role of the app is empty or contains ",",
-   * the key is the JSON array of the intersection instead, so that different
-   * intersections never share a key (see role-set.ts).
+   * The response variant for these caller roles, rendered once per snapshot
+   * and memoized by role-set key: callers holding the same roles of the app's
+   * granted ones share one variant (see role-set.ts).
    */
-  roleSetKey(callerRoles: readonly string[]): string
-  /** The response variant for these caller roles, rendered once per snapshot and memoized. */
   variant(callerRoles: readonly string[]): ShellVariant
 }
 

@@ -1,6 +1,11 @@
 import t from 'tap'
 import { describeTokenForLog } from '../../src/auth/failure-log.js'
-import { readCount, setUpVerifier, type VerifierFixture } from './verifier-fixture.js'
+import {
+  authenticated,
+  readCount,
+  setUpVerifier,
+  type VerifierFixture,
+} from './verifier-fixture.js'
 
 const FAILURE_MESSAGE = 'token verification failed'
 const HEADER_FIELDS = ['alg', 'kid', 'typ']
@@ -33,7 +38,7 @@ async function mintBadTokens(fixture: VerifierFixture): Promise<string[]> {
 t.test('one warn line per failure, with the error and only whitelisted fields', async (t) => {
   const fixture = await setUpVerifier(t)
   const tokens = await mintBadTokens(fixture)
-  for (const token of tokens) await fixture.verifier.verify(token).catch(() => undefined)
+  for (const token of tokens) await authenticated(fixture.verifier, token).catch(() => undefined)
   const lines = failureLines(fixture)
   t.equal(lines.length, tokens.length, 'one line per failure')
   for (const line of lines) {
@@ -76,7 +81,7 @@ t.test('one warn line per failure, with the error and only whitelisted fields', 
 t.test('a provider outage is logged with the fetch failure, not the token', async (t) => {
   const fixture = await setUpVerifier(t)
   fixture.server.setAvailability('status-503')
-  await fixture.verifier.verify(await fixture.server.sign()).catch(() => undefined)
+  await authenticated(fixture.verifier, await fixture.server.sign()).catch(() => undefined)
   t.match(failureLines(fixture), [
     { result: 'keys_unavailable', error: { name: 'KeyFetchError' }, claims: { sub: 'user-1' } },
   ])
@@ -94,12 +99,12 @@ t.test(
     const garbage = Array.from({ length: 15 }, (_, n) =>
       fixture.track(`garbage-token-${n}-${'z'.repeat(20)}`),
     )
-    for (const token of garbage) await fixture.verifier.verify(token).catch(() => undefined)
+    for (const token of garbage) await authenticated(fixture.verifier, token).catch(() => undefined)
     t.equal(failureLines(fixture).length, 10, 'at most 10 lines per window')
     t.equal(await readCount(fixture.metrics.tokenVerifications, 'malformed'), 15)
 
     fixture.clock.advance(10_000)
-    await fixture.verifier.verify('one-more-garbage-token').catch(() => undefined)
+    await authenticated(fixture.verifier, 'one-more-garbage-token').catch(() => undefined)
     const lines = fixture.log()
     const summary = lines.find((line) => typeof line.suppressed === 'number')
     t.match(summary, { level: 40, suppressed: 5 })
@@ -116,7 +121,7 @@ t.test(
 t.test('AUTH_FAILURE_LOG=false logs nothing, the metric still counts', async (t) => {
   const fixture = await setUpVerifier(t, { failureLog: false })
   const tokens = await mintBadTokens(fixture)
-  for (const token of tokens) await fixture.verifier.verify(token).catch(() => undefined)
+  for (const token of tokens) await authenticated(fixture.verifier, token).catch(() => undefined)
   t.same(fixture.rawLog, [])
   const { values } = await fixture.metrics.tokenVerifications.get()
   const counted = values.reduce((sum, value) => sum + value.value, 0)
@@ -126,9 +131,9 @@ t.test('AUTH_FAILURE_LOG=false logs nothing, the metric still counts', async (t)
 t.test('successful verifications log nothing', async (t) => {
   const fixture = await setUpVerifier(t)
   const token = await fixture.server.sign({ preferred_username: 'ada' })
-  await fixture.verifier.verify(token)
-  await fixture.verifier.verify(token)
-  await fixture.verifier.verify(await fixture.server.sign({ sub: 'other' }))
+  await authenticated(fixture.verifier, token)
+  await authenticated(fixture.verifier, token)
+  await authenticated(fixture.verifier, await fixture.server.sign({ sub: 'other' }))
   t.same(fixture.rawLog, [])
 })
 

@@ -1,7 +1,13 @@
 import t from 'tap'
 import { rewriteToDiscoveryOrigin } from '../../src/auth/jwks-location.js'
 import { AuthError } from '../../src/auth/verify-token.js'
-import { readCount, setUpVerifier, waitFor } from './verifier-fixture.js'
+import {
+  authenticated,
+  isServedFromCache,
+  readCount,
+  setUpVerifier,
+  waitFor,
+} from './verifier-fixture.js'
 
 const refusalOf = (promise: Promise<unknown>) =>
   promise.then(
@@ -15,7 +21,7 @@ t.test('keys are fetched lazily, once, however many callers arrive together', as
   const tokens = await Promise.all(
     [1, 2, 3, 4, 5].map((n) => fixture.server.sign({ sub: `u${n}` })),
   )
-  const callers = await Promise.all(tokens.map((token) => fixture.verifier.verify(token)))
+  const callers = await Promise.all(tokens.map((token) => authenticated(fixture.verifier, token)))
   t.same(
     callers.map((caller) => caller.sub),
     ['u1', 'u2', 'u3', 'u4', 'u5'],
@@ -30,9 +36,10 @@ t.test(
   async (t) => {
     const fixture = await setUpVerifier(t, { oidc: () => ({ jwksCooldownS: 10 }) })
     const { server, verifier, clock } = fixture
-    await verifier.verify(await server.sign())
+    await authenticated(verifier, await server.sign())
     const rotated = await server.addKey({ alg: 'ES256' })
-    const rotatedCaller = await verifier.verify(
+    const rotatedCaller = await authenticated(
+      verifier,
       await server.sign({ sub: 'rotated' }, { kid: rotated }),
     )
     t.equal(rotatedCaller.sub, 'rotated')
@@ -40,12 +47,12 @@ t.test(
 
     const later = await server.addKey()
     const laterToken = await server.sign({ sub: 'later' }, { kid: later })
-    const error = await refusalOf(verifier.verify(laterToken))
+    const error = await refusalOf(authenticated(verifier, laterToken))
     t.equal((error as AuthError).result, 'unknown_kid')
     t.equal(server.requests.jwks, 2, 'no fetch within the cooldown')
 
     clock.advance(10_001)
-    t.equal((await verifier.verify(laterToken)).sub, 'later')
+    t.equal((await authenticated(verifier, laterToken)).sub, 'later')
     t.equal(server.requests.jwks, 3, 'after the cooldown one more fetch')
     t.equal(server.requests.discovery, 1, 'discovery is not repeated while it works')
   },
@@ -58,20 +65,20 @@ t.test(
     const { server, verifier, clock, metrics } = fixture
     server.setAvailability('status-503')
     const token = await server.sign()
-    const first = await refusalOf(verifier.verify(token))
+    const first = await refusalOf(authenticated(verifier, token))
     t.ok(first instanceof AuthError)
     t.equal((first as AuthError).kind, 'keys_unavailable')
     t.equal((first as AuthError).result, 'keys_unavailable')
     t.equal(await readCount(metrics.jwksFetches, 'error'), 1)
     const requestsAfterFirst = server.requests.paths.length
 
-    const second = await refusalOf(verifier.verify(token))
+    const second = await refusalOf(authenticated(verifier, token))
     t.equal((second as AuthError).kind, 'keys_unavailable', 'fails fast')
     t.equal(server.requests.paths.length, requestsAfterFirst, 'without another request')
 
     server.setAvailability('reset')
     clock.advance(1_100)
-    const third = await refusalOf(verifier.verify(token))
+    const third = await refusalOf(authenticated(verifier, token))
     t.equal(
       (third as AuthError).kind,
       'keys_unavailable',
@@ -81,7 +88,7 @@ t.test(
 
     server.setAvailability('up')
     clock.advance(1_100)
-    t.equal((await verifier.verify(token)).sub, 'user-1', 'recovers on its own')
+    t.equal((await authenticated(verifier, token)).sub, 'user-1', 'recovers on its own')
     t.equal(await readCount(metrics.tokenVerifications, 'keys_unavailable'), 3)
     t.equal(await readCount(metrics.tokenVerifications, 'ok'), 1)
   },
@@ -91,10 +98,10 @@ t.test('garbage and forged tokens are a 401 even while the provider is down', as
   const fixture = await setUpVerifier(t)
   fixture.server.setAvailability('status-503')
   const none = await refusalOf(
-    fixture.verifier.verify(await fixture.server.sign({}, { forge: 'none' })),
+    authenticated(fixture.verifier, await fixture.server.sign({}, { forge: 'none' })),
   )
   t.equal((none as AuthError).kind, 'invalid_token')
-  const garbage = await refusalOf(fixture.verifier.verify('x.y.z'))
+  const garbage = await refusalOf(authenticated(fixture.verifier, 'x.y.z'))
   t.equal((garbage as AuthError).kind, 'invalid_token')
   t.same(fixture.server.requests.paths, [])
 })
@@ -108,12 +115,14 @@ t.test(
     const notJson = Buffer.from('not json').toString('base64url')
     const padded = `${Buffer.from('{"sub":"x"}').toString('base64url')}=`
     for (const payload of [notJson, padded]) {
-      const refusal = await refusalOf(fixture.verifier.verify(`${header}.${payload}.${signature}`))
+      const refusal = await refusalOf(
+        authenticated(fixture.verifier, `${header}.${payload}.${signature}`),
+      )
       t.equal((refusal as AuthError).kind, 'invalid_token', 'not keys_unavailable')
       t.equal((refusal as AuthError).result, 'malformed')
     }
     // A well-formed token still cannot be judged: that one is a 503.
-    const good = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+    const good = await refusalOf(authenticated(fixture.verifier, await fixture.server.sign()))
     t.equal((good as AuthError).kind, 'keys_unavailable')
   },
 )
@@ -124,18 +133,18 @@ t.test(
     const fixture = await setUpVerifier(t, { oidc: () => ({ jwksMaxAgeS: 60 }) })
     const { server, verifier, clock, metrics } = fixture
     const cachedToken = await server.sign({ sub: 'cached' })
-    await verifier.verify(cachedToken)
+    await authenticated(verifier, cachedToken)
     server.setAvailability('reset')
     clock.advance(61_000)
 
-    const fresh = await verifier.verify(await server.sign({ sub: 'fresh' }))
+    const fresh = await authenticated(verifier, await server.sign({ sub: 'fresh' }))
     t.equal(fresh.sub, 'fresh', 'an uncached token with a known kid verifies')
     await waitFor(
       async () => (await readCount(metrics.jwksFetches, 'error')) === 1,
       'the failed refresh',
     )
-    t.equal(verifier.cached(cachedToken)?.sub, 'cached', 'cached tokens stay')
-    t.equal((await verifier.verify(await server.sign({ sub: 'again' }))).sub, 'again')
+    t.ok(await isServedFromCache(verifier, cachedToken), 'cached tokens stay')
+    t.equal((await authenticated(verifier, await server.sign({ sub: 'again' }))).sub, 'again')
     t.equal(
       await readCount(metrics.jwksFetches, 'error'),
       1,
@@ -144,7 +153,7 @@ t.test(
 
     server.setAvailability('up')
     clock.advance(31_000)
-    await verifier.verify(await server.sign({ sub: 'after' }))
+    await authenticated(verifier, await server.sign({ sub: 'after' }))
     await waitFor(() => server.requests.jwks === 2, 'the refresh after the outage')
   },
 )
@@ -156,19 +165,19 @@ t.test('a key that leaves the set takes its cached tokens with it', async (t) =>
   const keptKid = await server.addKey()
   const retiredToken = await server.sign({ sub: 'retired' }, { kid: retiredKid })
   const keptToken = await server.sign({ sub: 'kept' }, { kid: keptKid })
-  await verifier.verify(retiredToken)
-  await verifier.verify(keptToken)
+  await authenticated(verifier, retiredToken)
+  await authenticated(verifier, keptToken)
   server.unpublishKey(retiredKid as string)
   clock.advance(61_000)
 
   // Even a cache-only workload starts the refresh, so removed keys are noticed.
-  t.ok(verifier.cached(keptToken))
+  t.ok(await isServedFromCache(verifier, keptToken))
   await waitFor(
-    () => verifier.cached(retiredToken) === undefined,
+    async () => !(await isServedFromCache(verifier, retiredToken)),
     'the retired token to be dropped',
   )
-  t.equal(verifier.cached(keptToken)?.sub, 'kept', 'tokens of remaining keys stay cached')
-  const error = await refusalOf(verifier.verify(retiredToken))
+  t.ok(await isServedFromCache(verifier, keptToken), 'tokens of remaining keys stay cached')
+  const error = await refusalOf(authenticated(verifier, retiredToken))
   t.equal((error as AuthError).result, 'unknown_kid')
 })
 
@@ -185,7 +194,7 @@ t.test(
     fixture.server.setAdvertisedJwksUri(
       'http://issuer.example/realms/x/protocol/openid-connect/certs',
     )
-    const caller = await fixture.verifier.verify(await fixture.server.sign())
+    const caller = await authenticated(fixture.verifier, await fixture.server.sign())
     t.equal(caller.sub, 'user-1')
     t.same(fixture.server.requests.paths, [
       '/realms/x/.well-known/openid-configuration',
@@ -196,7 +205,7 @@ t.test(
 
 t.test('an explicit JWKS URL skips discovery', async (t) => {
   const fixture = await setUpVerifier(t, { oidc: (server) => ({ jwksUrl: server.jwksUrl }) })
-  await fixture.verifier.verify(await fixture.server.sign())
+  await authenticated(fixture.verifier, await fixture.server.sign())
   t.equal(fixture.server.requests.discovery, 0)
   t.equal(fixture.server.requests.jwks, 1)
 })
@@ -204,7 +213,7 @@ t.test('an explicit JWKS URL skips discovery', async (t) => {
 t.test('a discovery document without a usable jwks_uri counts as a failed fetch', async (t) => {
   const fixture = await setUpVerifier(t)
   fixture.server.setAdvertisedJwksUri('not a url')
-  const error = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+  const error = await refusalOf(authenticated(fixture.verifier, await fixture.server.sign()))
   t.equal((error as AuthError).kind, 'keys_unavailable')
   t.equal(await readCount(fixture.metrics.jwksFetches, 'error'), 1)
 })
@@ -212,7 +221,7 @@ t.test('a discovery document without a usable jwks_uri counts as a failed fetch'
 t.test('close() stops a verifier that never had keys from fetching', async (t) => {
   const fixture = await setUpVerifier(t)
   fixture.verifier.close()
-  const error = await refusalOf(fixture.verifier.verify(await fixture.server.sign()))
+  const error = await refusalOf(authenticated(fixture.verifier, await fixture.server.sign()))
   t.equal((error as AuthError).kind, 'keys_unavailable')
   t.same(fixture.server.requests.paths, [])
 })
@@ -242,29 +251,29 @@ t.test(
   async (t) => {
     const fixture = await setUpVerifier(t, { oidc: () => ({ jwksCooldownS: 10 }) })
     const { server, verifier, clock } = fixture
-    t.equal((await verifier.verify(await server.sign({ sub: 'known' }))).sub, 'known')
+    t.equal((await authenticated(verifier, await server.sign({ sub: 'known' }))).sub, 'known')
     const [knownKid] = server.publishedKids()
     const rotated = await server.addKey({ alg: 'ES256' })
     const rotatedToken = await server.sign({ sub: 'rotated' }, { kid: rotated })
     server.setAvailability('status-503')
-    const first = await refusalOf(verifier.verify(rotatedToken))
+    const first = await refusalOf(authenticated(verifier, rotatedToken))
     t.equal((first as AuthError).result, 'keys_unavailable', 'the permitted re-fetch failed')
     t.equal((first as AuthError).kind, 'keys_unavailable')
-    const withinCooldown = await refusalOf(verifier.verify(rotatedToken))
+    const withinCooldown = await refusalOf(authenticated(verifier, rotatedToken))
     t.equal(
       (withinCooldown as AuthError).result,
       'keys_unavailable',
       'still the provider, within the cooldown',
     )
     t.equal(
-      (await verifier.verify(await server.sign({ sub: 'known-2' }, { kid: knownKid }))).sub,
+      (await authenticated(verifier, await server.sign({ sub: 'known-2' }, { kid: knownKid }))).sub,
       'known-2',
       'known keys still verify',
     )
     server.setAvailability('up')
     clock.advance(10_001)
     t.equal(
-      (await verifier.verify(rotatedToken)).sub,
+      (await authenticated(verifier, rotatedToken)).sub,
       'rotated',
       'verifies once the provider is back',
     )

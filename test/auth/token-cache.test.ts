@@ -2,7 +2,7 @@ import t from 'tap'
 import { createTokenCache } from '../../src/auth/token-cache.js'
 import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { AuthError } from '../../src/auth/verify-token.js'
-import { readCount, setUpVerifier } from './verifier-fixture.js'
+import { authenticated, isServedFromCache, readCount, setUpVerifier } from './verifier-fixture.js'
 
 /** Counts WebCrypto signature checks, which is where jose does the expensive part of verification. */
 function countSignatureChecks(t: { teardown(fn: () => unknown): void }): () => number {
@@ -23,50 +23,35 @@ t.test('a cache hit does no signature verification and counts a hit', async (t) 
   const fixture = await setUpVerifier(t)
   const signatureChecks = countSignatureChecks(t)
   const token = await fixture.server.sign()
-  const first = await fixture.verifier.verify(token)
+  const first = await authenticated(fixture.verifier, token)
   t.equal(signatureChecks(), 1, 'the first call checks the signature')
-  const second = await fixture.verifier.verify(token)
-  const third = fixture.verifier.cached(token)
+  const second = await authenticated(fixture.verifier, token)
+  const third = fixture.verifier.authenticate(token)
   t.equal(signatureChecks(), 1, 'later calls do not')
   t.equal(second, first, 'the same caller object, user block included')
-  t.equal(third, first)
+  t.equal(third, first, 'answered at once, without a promise')
   const { tokenCache, tokenVerifications } = fixture.metrics
   t.equal(await readCount(tokenCache, 'miss'), 1)
   t.equal(await readCount(tokenCache, 'hit'), 2)
   t.equal(await readCount(tokenVerifications, 'ok'), 1, 'verifications count misses only')
+  t.equal(fixture.server.requests.paths.length, 2, 'discovery and JWKS fetched once, lazily')
 })
-
-t.test(
-  'cached() counts nothing when it finds nothing; verify() then counts the miss',
-  async (t) => {
-    const fixture = await setUpVerifier(t)
-    const token = await fixture.server.sign()
-    t.equal(fixture.verifier.cached(token), undefined)
-    t.equal(await readCount(fixture.metrics.tokenCache, 'hit'), 0)
-    t.equal(await readCount(fixture.metrics.tokenCache, 'miss'), 0)
-    await fixture.verifier.verify(token)
-    t.equal(await readCount(fixture.metrics.tokenCache, 'miss'), 1)
-    t.ok(fixture.verifier.cached(token))
-    t.equal(fixture.server.requests.paths.length, 2, 'discovery and JWKS fetched once, lazily')
-  },
-)
 
 t.test('an entry never outlives its exp', async (t) => {
   const fixture = await setUpVerifier(t)
   const token = await fixture.server.sign({}, { expiresInS: 60 })
-  await fixture.verifier.verify(token)
+  await authenticated(fixture.verifier, token)
   // exp is whole seconds, up to 1 s before issuance + 60 s: stay clear of it, then step past it.
   fixture.clock.advance(58_000)
-  t.ok(fixture.verifier.cached(token), 'served until exp')
+  t.ok(await isServedFromCache(fixture.verifier, token), 'served until exp')
   fixture.clock.advance(2_000)
-  t.equal(fixture.verifier.cached(token), undefined, 'not served after exp')
   // Within the 30 s clock tolerance a fresh verification still passes, but it is not cached again.
-  const caller = await fixture.verifier.verify(token)
-  t.equal(caller.sub, 'user-1')
-  t.equal(fixture.verifier.cached(token), undefined, 'past exp nothing is cached')
-  t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 2)
+  t.notOk(await isServedFromCache(fixture.verifier, token), 'not served after exp')
+  t.notOk(await isServedFromCache(fixture.verifier, token), 'past exp nothing is cached')
+  t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 3)
+  t.equal((await authenticated(fixture.verifier, token)).sub, 'user-1')
   fixture.clock.advance(60_000)
-  const error = await fixture.verifier.verify(token).catch((caught) => caught)
+  const error = await authenticated(fixture.verifier, token).catch((caught) => caught)
   t.ok(error instanceof AuthError)
   t.equal((error as AuthError).result, 'expired')
 })
@@ -74,10 +59,11 @@ t.test('an entry never outlives its exp', async (t) => {
 t.test('the cache holds at most cacheMax tokens, least recently used out first', async (t) => {
   const fixture = await setUpVerifier(t, { cacheMax: 2 })
   const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((sub) => fixture.server.sign({ sub })))
-  for (const token of [a, b, c]) await fixture.verifier.verify(token as string)
-  t.equal(fixture.verifier.cached(a as string), undefined)
-  t.ok(fixture.verifier.cached(b as string))
-  t.ok(fixture.verifier.cached(c as string))
+  for (const token of [a, b, c]) await authenticated(fixture.verifier, token as string)
+  // b and c first: asking for a verifies it again, which evicts the least recently used.
+  t.ok(await isServedFromCache(fixture.verifier, b as string))
+  t.ok(await isServedFromCache(fixture.verifier, c as string))
+  t.notOk(await isServedFromCache(fixture.verifier, a as string))
 })
 
 t.test('tokens that end alike never share a caller', async (t) => {

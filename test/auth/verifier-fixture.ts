@@ -1,6 +1,10 @@
 import { pino } from 'pino'
 import type { Counter } from 'prom-client'
-import { createTokenVerifier, type TokenVerifier } from '../../src/auth/verify-token.js'
+import {
+  createTokenVerifier,
+  type TokenVerifier,
+  type VerifiedCaller,
+} from '../../src/auth/verify-token.js'
 import type { OidcConfig } from '../../src/config.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
@@ -115,4 +119,24 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
+}
+
+/** The verifier's one public method, awaited as a route awaits it: a cache hit or a verification. */
+export async function authenticated(
+  verifier: TokenVerifier,
+  token: string,
+): Promise<VerifiedCaller> {
+  return verifier.authenticate(token)
+}
+
+/**
+ * Whether the token is answered from the cache: authenticate() returns the
+ * caller at once for a cached token. A token that is not cached is verified
+ * by the same call (counted as a miss); the outcome is awaited and ignored.
+ */
+export async function isServedFromCache(verifier: TokenVerifier, token: string): Promise<boolean> {
+  const caller = verifier.authenticate(token)
+  if (!(caller instanceof Promise)) return true
+  await caller.catch(() => undefined)
+  return false
 }

@@ -3,7 +3,7 @@ import { AuthError } from '../../src/auth/verify-token.js'
 import { contentTag } from '../../src/content-tag.js'
 import type { TokenVerificationResult } from '../../src/metrics.js'
 import type { JwksServer } from '../helpers/jwks-server.js'
-import { readCount, setUpVerifier } from './verifier-fixture.js'
+import { authenticated, isServedFromCache, readCount, setUpVerifier } from './verifier-fixture.js'
 
 /** Flips one character in the middle of the signature, so the bytes surely change. */
 function tamperSignature(token: string): string {
@@ -112,7 +112,7 @@ for (const refusal of refusals) {
   t.test(`refuses ${refusal.name}: 401, result ${refusal.result}`, async (t) => {
     const fixture = await setUpVerifier(t)
     const token = fixture.track(await refusal.mint(fixture.server))
-    const error = await fixture.verifier.verify(token).catch((caught: unknown) => caught)
+    const error = await authenticated(fixture.verifier, token).catch((caught: unknown) => caught)
     t.ok(error instanceof AuthError, 'rejects with AuthError')
     const authError = error as AuthError
     t.equal(authError.kind, 'invalid_token')
@@ -120,26 +120,29 @@ for (const refusal of refusals) {
     t.notOk(authError.description.includes(token), 'description does not echo the token')
     t.equal(await readCount(fixture.metrics.tokenVerifications, refusal.result), 1)
     t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 0)
-    t.equal(fixture.verifier.cached(token), undefined, 'a refused token is not cached')
+    t.notOk(await isServedFromCache(fixture.verifier, token), 'a refused token is not cached')
     t.same(fixture.leaks(), [])
   })
 }
 
 t.test('an oversized token is refused without touching the provider', async (t) => {
   const fixture = await setUpVerifier(t)
-  const error = await fixture.verifier.verify(`${'a'.repeat(8200)}.b.c`).catch((caught) => caught)
+  const error = await authenticated(fixture.verifier, `${'a'.repeat(8200)}.b.c`).catch(
+    (caught) => caught,
+  )
   t.equal((error as AuthError).result, 'malformed')
   t.same(fixture.server.requests.paths, [])
 })
 
 t.test('an unknown kid is refused after exactly one re-fetch', async (t) => {
   const fixture = await setUpVerifier(t)
-  await fixture.verifier.verify(await fixture.server.sign())
+  await authenticated(fixture.verifier, await fixture.server.sign())
   t.equal(fixture.server.requests.jwks, 1)
   const stranger = await fixture.server.addKey({ publish: false })
-  const error = await fixture.verifier
-    .verify(await fixture.server.sign({}, { kid: stranger }))
-    .catch((caught) => caught)
+  const error = await authenticated(
+    fixture.verifier,
+    await fixture.server.sign({}, { kid: stranger }),
+  ).catch((caught: unknown) => caught)
   t.equal((error as AuthError).result, 'unknown_kid')
   t.equal((error as AuthError).kind, 'invalid_token')
   t.equal(fixture.server.requests.jwks, 2, 'one permitted re-fetch')
@@ -149,7 +152,7 @@ t.test('an unknown kid is refused after exactly one re-fetch', async (t) => {
 t.test('header typ absent, JWT, at+jwt and application/at+jwt are accepted', async (t) => {
   const fixture = await setUpVerifier(t)
   for (const typ of [null, 'JWT', 'at+jwt', 'AT+JWT', 'application/at+jwt']) {
-    const caller = await fixture.verifier.verify(await fixture.server.sign({}, { typ }))
+    const caller = await authenticated(fixture.verifier, await fixture.server.sign({}, { typ }))
     t.equal(caller.sub, 'user-1', `typ ${typ ?? '(absent)'}`)
   }
   t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 5)
@@ -157,28 +160,32 @@ t.test('header typ absent, JWT, at+jwt and application/at+jwt are accepted', asy
 
 t.test('payload typ absent or Bearer is accepted', async (t) => {
   const fixture = await setUpVerifier(t)
-  await fixture.verifier.verify(await fixture.server.sign({ typ: undefined }))
-  await fixture.verifier.verify(await fixture.server.sign({ typ: 'Bearer' }))
+  await authenticated(fixture.verifier, await fixture.server.sign({ typ: undefined }))
+  await authenticated(fixture.verifier, await fixture.server.sign({ typ: 'Bearer' }))
   t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 2)
 })
 
 t.test('EC and RSA keys both verify; a second audience is accepted', async (t) => {
   const fixture = await setUpVerifier(t, { server: { initialKeys: ['RS256', 'ES256'] } })
-  const ec = await fixture.verifier.verify(await fixture.server.sign({ aud: 'other-audience' }))
+  const ec = await authenticated(
+    fixture.verifier,
+    await fixture.server.sign({ aud: 'other-audience' }),
+  )
   t.equal(ec.sub, 'user-1')
   t.equal(fixture.server.requests.jwks, 1)
 })
 
 t.test('roles come from realm_access.roles, strings only, de-duplicated and sorted', async (t) => {
   const fixture = await setUpVerifier(t)
-  const caller = await fixture.verifier.verify(
+  const caller = await authenticated(
+    fixture.verifier,
     await fixture.server.sign({
       realm_access: { roles: ['crm-sales', 'crm-admin', 'crm-sales', 42, null, 'Crm-Upper'] },
     }),
   )
   t.same(caller.roles, ['Crm-Upper', 'crm-admin', 'crm-sales'])
   t.ok(Object.isFrozen(caller.roles))
-  const none = await fixture.verifier.verify(await fixture.server.sign({ sub: 'user-2' }))
+  const none = await authenticated(fixture.verifier, await fixture.server.sign({ sub: 'user-2' }))
   t.same(none.roles, [])
 })
 
@@ -186,14 +193,16 @@ t.test('roles follow a custom OIDC_ROLES_CLAIM path', async (t) => {
   const fixture = await setUpVerifier(t, {
     oidc: () => ({ rolesClaim: 'resource_access.shell.roles' }),
   })
-  const caller = await fixture.verifier.verify(
+  const caller = await authenticated(
+    fixture.verifier,
     await fixture.server.sign({
       realm_access: { roles: ['ignored'] },
       resource_access: { shell: { roles: ['b', 'a', 'b'] } },
     }),
   )
   t.same(caller.roles, ['a', 'b'])
-  const wrongShape = await fixture.verifier.verify(
+  const wrongShape = await authenticated(
+    fixture.verifier,
     await fixture.server.sign({ sub: 'user-2', resource_access: { shell: 'not-an-object' } }),
   )
   t.same(wrongShape.roles, [])
@@ -208,7 +217,7 @@ t.test('the user block is exact JSON in contract key order, tagged once', async 
     email: 'ada@example.org',
     realm_access: { roles: ['crm-sales'] },
   })
-  const caller = await fixture.verifier.verify(token)
+  const caller = await authenticated(fixture.verifier, token)
   t.equal(
     caller.userBlock.toString('utf8'),
     '{"sub":"f1d2","username":"ada","name":"Ada Lovelace","email":"ada@example.org","roles":["crm-sales"]}',
@@ -218,7 +227,10 @@ t.test('the user block is exact JSON in contract key order, tagged once', async 
     caller.expiresAtMs,
     JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()).exp * 1000,
   )
-  const sparse = await fixture.verifier.verify(await fixture.server.sign({ sub: 'x', email: 7 }))
+  const sparse = await authenticated(
+    fixture.verifier,
+    await fixture.server.sign({ sub: 'x', email: 7 }),
+  )
   t.equal(
     sparse.userBlock.toString('utf8'),
     '{"sub":"x","username":null,"name":null,"email":null,"roles":[]}',

@@ -9,11 +9,9 @@ function countingView(key: string): AppView & { calls: number } {
     key,
     grantedRoles: new Set<string>(),
     calls: 0,
-    roleSetKey: (roles: readonly string[]) => roles.join(','),
     variant(roles: readonly string[]): ShellVariant {
       view.calls += 1
       return {
-        roleSetKey: roles.join(','),
         head: Buffer.from(`{"app":"${key}","user":`),
         tail: Buffer.from('}'),
         tag: `tag-${key}-${roles.join('+')}`,

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { contentTag, textTag } from '../../src/content-tag.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
+import { createRoleSetKeyFunction } from '../../src/snapshot/role-set.js'
 import type { GrantRow, MenuItemRow, Snapshot, SnapshotRows } from '../../src/snapshot/types.js'
 import { appRow, brandingRow, grantRows, itemRow, requireApp } from './rows.js'
 
@@ -150,21 +151,35 @@ t.test('with equal positions the id decides the order, and renumbering can flip 
   t.not(requireApp(alphaFirst, 'crm').variant([]).tag, requireApp(betaFirst, 'crm').variant([]).tag)
 })
 
-t.test('roleSetKey keeps only the roles the app grants', async (t) => {
+t.test('callers share a variant when they hold the same roles that the app grants', async (t) => {
   const snapshot = buildSnapshot(contentRows())
   const crm = requireApp(snapshot, 'crm')
   t.same([...crm.grantedRoles].sort(), ['crm-manager', 'crm-sales'])
-  t.equal(crm.roleSetKey([]), '')
-  t.equal(crm.roleSetKey(['billing-admin', 'crm-sales']), 'crm-sales')
-  t.equal(crm.roleSetKey(['crm-manager', 'crm-sales', 'offline_access']), 'crm-manager,crm-sales')
-  t.equal(requireApp(snapshot, 'billing').roleSetKey(['crm-manager', 'crm-sales']), '')
-  const one = crm.variant(['crm-sales', 'uma_authorization'])
-  const other = crm.variant(['billing-admin', 'crm-sales'])
-  t.equal(one, other, 'callers differing only in irrelevant roles share one variant object')
-  t.equal(one.roleSetKey, 'crm-sales')
+  t.equal(crm.variant([]), crm.variant(['offline_access']), 'no granted role: one variant')
+  const sales = crm.variant(['crm-sales', 'uma_authorization'])
+  t.equal(sales, crm.variant(['billing-admin', 'crm-sales']), 'irrelevant roles do not count')
+  t.not(sales, crm.variant([]))
+  t.equal(
+    crm.variant(['crm-manager', 'crm-sales']),
+    crm.variant(['crm-manager', 'crm-sales', 'offline_access']),
+  )
+  t.not(crm.variant(['crm-manager', 'crm-sales']), sales)
+  const billing = requireApp(snapshot, 'billing')
+  t.equal(billing.variant(['crm-manager', 'crm-sales']), billing.variant([]))
 })
 
-t.test('roleSetKey cannot confuse sets when a role contains a comma or is empty', async (t) => {
+t.test('role-set keys cannot confuse sets when a role contains a comma or is empty', async (t) => {
+  const keyOf = createRoleSetKeyFunction(new Set(['x,y', 'x', 'y', '']))
+  const keys = [[], [''], ['x,y'], ['x', 'y'], ['', 'x'], ['x']].map((roles) => keyOf(roles))
+  t.equal(new Set(keys).size, keys.length, `distinct keys: ${JSON.stringify(keys)}`)
+  const plain = createRoleSetKeyFunction(new Set(['crm-manager', 'crm-sales']))
+  t.equal(
+    plain(['billing-admin', 'crm-sales']),
+    'crm-sales',
+    'readable where no role needs quoting',
+  )
+  t.equal(plain(['crm-manager', 'crm-sales', 'offline_access']), 'crm-manager,crm-sales')
+
   const snapshot = buildSnapshot({
     apps: [appRow('crm')],
     branding: [],
@@ -172,11 +187,8 @@ t.test('roleSetKey cannot confuse sets when a role contains a comma or is empty'
     grants: [...grantRows('1', 'x,y'), ...grantRows('2', 'x', 'y'), ...grantRows('3', '')],
   })
   const crm = requireApp(snapshot, 'crm')
-  const keys = [[], [''], ['x,y'], ['x', 'y'], ['', 'x'], ['x']].map((roles) =>
-    crm.roleSetKey(roles),
-  )
-  t.equal(new Set(keys).size, keys.length, `distinct keys: ${JSON.stringify(keys)}`)
   t.not(crm.variant(['x,y']), crm.variant(['x', 'y']))
+  t.not(crm.variant(['x,y']).tail.toString(), crm.variant(['x', 'y']).tail.toString())
 })
 
 t.test('variants are memoized per snapshot and bounded', async (t) => {
