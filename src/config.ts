@@ -238,6 +238,11 @@ function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
   return text
 }
 
+/** The host as a URL writes it: an IPv6 address in brackets. */
+export function hostInUrl(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
+}
+
 /** Loopback addresses and names that only resolve to loopback. */
 export function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()

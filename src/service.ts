@@ -9,7 +9,7 @@ import {
   localIssuerUrl,
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
-import type { Config, OidcConfig } from './config.js'
+import { type Config, hostInUrl, type OidcConfig } from './config.js'
 import { connectDatabase } from './db/connect.js'
 import { findFreePort } from './db/embedded.js'
 import { MigrationError, migrateDatabase } from './db/migrate.js'
@@ -107,7 +107,7 @@ export async function startService(
     })
     const address = app.server.address()
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${boundPort}`
+    const url = `http://${hostInUrl(config.host)}:${boundPort}`
 
     // Ends the retries below when the service closes before the database was ever reached.
     const preparation = new AbortController()
@@ -185,12 +185,9 @@ function localOidcConfig(issuer: string): OidcConfig {
 }
 
 /** Every role granted anywhere: the demo user sees every item. */
-export function collectGrantedRoles(snapshot: Snapshot): string[] {
-  const inventory = JSON.parse(snapshot.appsInventory.body.toString()) as {
-    apps: { key: string }[]
-  }
+function collectGrantedRoles(snapshot: Snapshot): string[] {
   const roles = new Set<string>()
-  for (const { key } of inventory.apps)
+  for (const key of snapshot.appKeys)
     for (const role of snapshot.app(key)?.grantedRoles ?? []) roles.add(role)
   return [...roles].sort()
 }
@@ -203,11 +200,8 @@ function logDemoCurlOnFirstSnapshot(
 ): void {
   const unsubscribe = feed.onSwap((snapshot) => {
     unsubscribe()
-    const inventory = JSON.parse(snapshot.appsInventory.body.toString()) as {
-      apps: { key: string }[]
-    }
-    const path =
-      inventory.apps[0] === undefined ? '/api/v1/apps' : `/api/v1/shell/${inventory.apps[0].key}`
+    const [firstApp] = snapshot.appKeys
+    const path = firstApp === undefined ? '/api/v1/apps' : `/api/v1/shell/${firstApp}`
     const roles = collectGrantedRoles(snapshot)
     issuer
       .signToken({

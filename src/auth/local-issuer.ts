@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose'
+import { hostInUrl } from '../config.js'
 
 /** The audience local tokens carry and local mode accepts (contract, section 3). */
 export const LOCAL_AUDIENCE = 'shell-data'
@@ -30,8 +31,7 @@ export interface LocalIssuer {
 
 /** `http://127.0.0.1:8080/local-issuer` for the address the service listens on. */
 export function localIssuerUrl(host: string, port: number): string {
-  const hostInUrl = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
-  return `http://${hostInUrl}:${port}/local-issuer`
+  return `http://${hostInUrl(host)}:${port}/local-issuer`
 }
 
 /** Loads the key pair from `dataDir`, creating it (mode 0600) on first use. */

@@ -173,7 +173,11 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     const previous = snapshot
     snapshot = next
     logger.info(
-      { version: next.version, previousVersion: previous?.version ?? null, apps: next.appCount },
+      {
+        version: next.version,
+        previousVersion: previous?.version ?? null,
+        apps: next.appKeys.length,
+      },
       'snapshot loaded',
     )
     for (const swapListener of swapListeners) swapListener(next)

@@ -31,7 +31,7 @@ export function registerProbeRoutes(
         snapshot: {
           version: snapshot.version,
           loadedAt: snapshot.loadedAt.toISOString(),
-          apps: snapshot.appCount,
+          apps: snapshot.appKeys.length,
         },
       }
     },

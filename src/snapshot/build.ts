@@ -111,7 +111,7 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     version: computeSnapshotVersion(built.map((entry) => entry.hash)),
     // A copy, so that the caller's Date object cannot move this snapshot's time.
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
-    appCount: apps.length,
+    appKeys: Object.freeze(apps.map((app) => app.appKey)),
     appsInventory: renderAppsInventory(built.map((entry) => entry.appJson)),
     app: (appKey: string) => builtApps.get(appKey)?.view,
   })

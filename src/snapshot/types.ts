@@ -111,7 +111,8 @@ export interface Snapshot {
   /** Hash of the content alone: independent of row ids, row order and time. */
   readonly version: string
   readonly loadedAt: Date
-  readonly appCount: number
+  /** Every app's key, sorted as the inventory lists them. */
+  readonly appKeys: readonly string[]
   /** `GET /api/v1/apps`, rendered at build time. */
   readonly appsInventory: RenderedBody
   app(appKey: string): AppView | undefined

@@ -76,7 +76,7 @@ t.test('each kind of change on each table reaches the snapshot', async (t) => {
   const db = await createTestDatabase(t)
   const { feed } = startFeed(t, db.sql, db.url)
   t.ok(await waitUntil(() => feed.current() !== undefined), 'first snapshot')
-  t.equal(feed.current()?.appCount, 0)
+  t.equal(feed.current()?.appKeys.length, 0)
 
   const steps: Array<[string, (sql: postgres.Sql) => Promise<unknown>, () => boolean]> = [
     [
@@ -417,7 +417,7 @@ t.test(
         return buildSnapshot(rows, options)
       },
     })
-    t.ok(await waitUntil(() => feed.current()?.appCount === 2))
+    t.ok(await waitUntil(() => feed.current()?.appKeys.length === 2))
     t.same(reads[0], { items: ['crm', 'hr'], unchanged: [] }, 'the first load reads everything')
     // Listening starts a full reload of its own; let it pass before changing anything.
     t.ok(await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1))

@@ -108,7 +108,7 @@ t.test('a new app committed in the database joins the inventory with a new tag',
   )
   const shell = await httpRequest(url, '/api/v1/shell/beta', bearer(viewer))
   t.equal(shell.status, 200, 'and its shell is served')
-  t.equal(service.feed.current()?.appCount, 6)
+  t.equal(service.feed.current()?.appKeys.length, 6)
 })
 
 t.test('no log line holds a token or its signature', async (t) => {

@@ -96,7 +96,7 @@ t.test(
       },
     )
     t.equal(next.app('hr'), undefined)
-    t.equal(next.appCount, 1)
+    t.equal(next.appKeys.length, 1)
     t.equal(
       next.version,
       buildSnapshot({ ...rows, apps: [appRow('crm', { name: 'CRM' })] }).version,

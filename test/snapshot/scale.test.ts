@@ -42,7 +42,7 @@ t.test('1,000 apps x 50 items x 20 roles build and render correctly', async (t) 
   const started = performance.now()
   const snapshot = buildSnapshot(rows)
   t.comment(`build: ${(performance.now() - started).toFixed(1)} ms`)
-  t.equal(snapshot.appCount, APPS)
+  t.equal(snapshot.appKeys.length, APPS)
 
   const view = requireApp(snapshot, 'app-0123')
   t.equal(view.grantedRoles.size, ROLES_PER_APP)

@@ -220,10 +220,10 @@ t.test('the apps inventory is sorted by key and strongly tagged', async (t) => {
   t.same(body.apps[2], { key: 'billing', name: 'App billing', description: null, homeUrl: null })
   t.same(Object.keys(body.apps[0]), ['key', 'name', 'description', 'homeUrl'])
   t.match(snapshot.appsInventory.etag, /^"[A-Za-z0-9_-]{20}"$/)
-  t.equal(snapshot.appCount, 4)
+  t.equal(snapshot.appKeys.length, 4)
   const empty = buildSnapshot({ apps: [], branding: [], menuItems: [], grants: [] })
   t.equal(empty.appsInventory.body.toString(), '{"apps":[]}')
-  t.equal(empty.appCount, 0)
+  t.equal(empty.appKeys.length, 0)
 })
 
 t.test('the snapshot is immutable and keeps its own load time', async (t) => {
