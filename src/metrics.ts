@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
-/** Every metric of the contract (section 10), in one registry per service instance. */
+/** Every metric the contract names, in one registry per service instance. */
 export interface Metrics {
   readonly registry: Registry
   readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>
@@ -14,7 +14,7 @@ export interface Metrics {
   readonly jwksFetches: Counter<'result'>
 }
 
-/** The `result` label values of shell_token_verifications_total (contract, section 10). */
+/** The `result` label values of shell_token_verifications_total, as the contract lists them. */
 const TOKEN_VERIFICATION_RESULTS = [
   'ok',
   'expired',

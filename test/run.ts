@@ -1,5 +1,5 @@
 /**
- * `npm test`: finds a PostgreSQL (section 9 of the contract), builds the
+ * `npm test`: finds a PostgreSQL (TEST_DATABASE_URL, testcontainers, embedded), builds the
  * migrated template database once, runs tap with it, and stops everything it
  * started. Arguments are passed to tap, e.g. `node --import tsx test/run.ts test/db`.
  */

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose'
 import { hostInUrl } from '../config.js'
 
-/** The audience local tokens carry and local mode accepts (contract, section 3). */
+/** The audience local tokens carry and local mode accepts, as the contract's local mode fixes it. */
 export const LOCAL_AUDIENCE = 'shell-data'
 /** ES256: small tokens, fast to sign and verify, and asymmetric like a real provider's. */
 const ALGORITHM = 'ES256'

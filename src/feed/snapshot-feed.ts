@@ -62,8 +62,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // Longer bursts are folded by one-reload-at-a-time (a change during a reload asks for
   // exactly one more), so the wait adds little to the change-to-snapshot time.
   const coalesceMs = options.coalesceMs ?? 1
-  // A full read of 1,000 apps takes well under a second; a read still running after 30 s
-  // waits on a connection that went silent (a partition), which TCP may hold for minutes.
+  // Far above what a full read of a large data set needs (the bench reports it); a read
+  // still running after 30 s waits on a connection that went silent (a partition),
+  // which TCP may hold for minutes.
   const reloadTimeoutMs = options.reloadTimeoutMs ?? 30_000
 
   let snapshot: Snapshot | undefined

@@ -1,11 +1,11 @@
 /**
  * Bytes of the slab that response bodies are cut from. A shell body of
- * ~5.5 KB is past what Node's shared 8 KiB pool hands out (half of it), so
- * `Buffer.concat` gave each response an ArrayBuffer of its own: 1.5 µs,
- * against 0.4 µs for a cut from a slab. A slab is freed once every body cut
+ * a few KB is past what Node's shared 8 KiB pool hands out (half of it), so
+ * `Buffer.concat` would give each response an ArrayBuffer of its own, several
+ * times the cost of a cut from a slab. A slab is freed once every body cut
  * from it has been written; a body held up by a client that does not read
- * keeps its whole slab, so the slab stays small: 64 KiB, about 11 shell
- * bodies (a 256 KiB slab was no faster).
+ * keeps its whole slab, so the slab stays small: 64 KiB, about a dozen shell
+ * bodies (a larger slab was no faster in the bench).
  */
 const SLAB_BYTES = 64 * 1024
 /** Larger bodies get an allocation of their own rather than most of a slab. */

@@ -50,50 +50,55 @@ async function dumpRows(sql: postgres.Sql): Promise<unknown> {
     ) as rows`
 }
 
-t.test('seeds/crm.json into an empty database gives exactly the rows of section 7', async (t) => {
-  const db = await createTestDatabase(t)
-  const result = await runCli(db.url, 'import', 'seeds/crm.json')
-  t.equal(result.code, 0, result.stderr)
-  t.equal(result.stdout, 'crm: created\n')
-  const apps = await db.sql`select app_key from shell.apps`
-  t.same(
-    apps.map((row) => row.app_key),
-    ['crm'],
-  )
-  const items = await db.sql<
-    { zone: string; item_key: string; kind: string; external: boolean; roles: string[] }[]
-  >`
+t.test(
+  'seeds/crm.json into an empty database gives exactly the rows of the initial data',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    const result = await runCli(db.url, 'import', 'seeds/crm.json')
+    t.equal(result.code, 0, result.stderr)
+    t.equal(result.stdout, 'crm: created\n')
+    const apps = await db.sql`select app_key from shell.apps`
+    t.same(
+      apps.map((row) => row.app_key),
+      ['crm'],
+    )
+    const items = await db.sql<
+      { zone: string; item_key: string; kind: string; external: boolean; roles: string[] }[]
+    >`
     select m.zone, m.item_key, m.kind, m.external,
            coalesce(array_agg(g.role order by g.role) filter (where g.role is not null), '{}') as roles
     from shell.menu_items m left join shell.menu_role_grants g on g.menu_item_id = m.id
     group by m.id order by m.zone, m.position, m.id`
-  const byZone = (zone: string) =>
-    items.filter((item) => item.zone === zone).map((item) => [item.item_key, item.roles.join('+')])
-  t.same(byZone('sidebar'), [
-    ['dashboard', ''],
-    ['contacts', ''],
-    ['accounts', ''],
-    ['leads', 'crm-sales'],
-    ['opportunities', 'crm-sales'],
-    ['activities', ''],
-    ['reports', 'crm-admin+crm-manager'],
-    ['admin', 'crm-admin'],
-  ])
-  t.same(byZone('topbar'), [['search', '']])
-  t.same(byZone('user-menu'), [
-    ['settings', ''],
-    ['support', ''],
-    ['logout', ''],
-  ])
-  t.same(byZone('footer'), [['docs', '']])
-  t.equal(items.find((item) => item.item_key === 'search')?.kind, 'search')
-  t.equal(items.find((item) => item.item_key === 'logout')?.kind, 'action')
-  t.same(
-    items.filter((item) => item.external).map((item) => item.item_key),
-    ['docs'],
-  )
-  t.equal(items.length, 13, 'no other item')
-})
+    const byZone = (zone: string) =>
+      items
+        .filter((item) => item.zone === zone)
+        .map((item) => [item.item_key, item.roles.join('+')])
+    t.same(byZone('sidebar'), [
+      ['dashboard', ''],
+      ['contacts', ''],
+      ['accounts', ''],
+      ['leads', 'crm-sales'],
+      ['opportunities', 'crm-sales'],
+      ['activities', ''],
+      ['reports', 'crm-admin+crm-manager'],
+      ['admin', 'crm-admin'],
+    ])
+    t.same(byZone('topbar'), [['search', '']])
+    t.same(byZone('user-menu'), [
+      ['settings', ''],
+      ['support', ''],
+      ['logout', ''],
+    ])
+    t.same(byZone('footer'), [['docs', '']])
+    t.equal(items.find((item) => item.item_key === 'search')?.kind, 'search')
+    t.equal(items.find((item) => item.item_key === 'logout')?.kind, 'action')
+    t.same(
+      items.filter((item) => item.external).map((item) => item.item_key),
+      ['docs'],
+    )
+    t.equal(items.length, 13, 'no other item')
+  },
+)
 
 t.test('export then import changes nothing and sends no notification', async (t) => {
   const db = await createTestDatabase(t)

@@ -6,7 +6,7 @@ import { CONTRACT_PORT } from './contract.js'
 
 /**
  * deploy/kubernetes/ checked against the contract: probe paths, the port, the
- * configuration variables of section 3, and the settings that keep the
+ * configuration variables the service reads, and the settings that keep the
  * service available and locked down. No cluster needed: the YAML is parsed.
  */
 

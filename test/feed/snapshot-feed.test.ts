@@ -419,7 +419,8 @@ t.test(
     })
     t.ok(await waitUntil(() => feed.current()?.appKeys.length === 2))
     t.same(reads[0], { items: ['crm', 'hr'], unchanged: [] }, 'the first load reads everything')
-    // Listening starts a full reload of its own; let it pass before changing anything.
+    // The first LISTEN asks for a reload of its own (by revision: nothing moved, nothing is
+    // read whole); let it pass, so that the next read is the one the update causes.
     t.ok(await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1))
     await new Promise((resolve) => setTimeout(resolve, 200))
     const hrView = feed.current()?.app('hr')

@@ -17,7 +17,7 @@ interface Teardown {
 /**
  * Everything the in-process services of one test file log, and every token
  * they could have seen, so the file can prove at its end that no line holds a
- * token or its signature segment (contract, section 8).
+ * token or its signature segment (the contract's authentication diagnostics).
  */
 export interface LogCapture {
   readonly lines: string[]

@@ -13,7 +13,7 @@ export interface TestPostgres {
 }
 
 /**
- * Section 9 of the contract: TEST_DATABASE_URL when set, else testcontainers
+ * As the contract's test rule says: TEST_DATABASE_URL when set, else testcontainers
  * when a Docker engine answers, else an embedded PostgreSQL in a fresh temp
  * folder (removed afterwards).
  */

@@ -10,7 +10,7 @@ import {
 } from '../helpers/service.js'
 import { waitUntil } from '../helpers/wait.js'
 
-/** ETag, Cache-Control, Vary and If-None-Match on the shell endpoint (section 5). */
+/** ETag, Cache-Control, Vary and If-None-Match on the shell endpoint. */
 
 const logs = createLogCapture()
 const db = await createSeededDatabase(t)

@@ -6,7 +6,7 @@ import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
 import { waitUntil } from '../helpers/wait.js'
 
-/** 401, 404, 405 and 503 through real HTTP: statuses, headers, problem bodies (section 5). */
+/** 401, 404, 405 and 503 through real HTTP: statuses, headers, problem bodies. */
 
 const logs = createLogCapture()
 const { url, jwks, token, db } = await startTestService(t, { logs })

@@ -8,7 +8,7 @@ import { createSeededDatabase } from '../helpers/service.js'
 import { runNode, spawnService } from '../helpers/service-process.js'
 
 /**
- * Local mode (section 3) as a developer meets it: the real process, its
+ * Local mode as a developer meets it: the real process, its
  * logged curl, `shell-data token`, and the start refused on bad settings.
  */
 

@@ -12,7 +12,7 @@ import {
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { waitUntil } from '../helpers/wait.js'
 
-/** /healthz, /readyz and /metrics: no token, and what section 5 and 10 promise. */
+/** /healthz, /readyz and /metrics: no token, and what the probes and metrics promise. */
 
 const logs = createLogCapture()
 const db = await createSeededDatabase(t)
@@ -132,50 +132,53 @@ const METRICS: [string, string][] = [
   ['shell_jwks_fetches_total', 'counter'],
 ]
 
-t.test('/metrics: every name of section 10 and the process metrics, without a token', async (t) => {
-  const { url, jwks, service } = await startTestService(t, { logs, db, defaultMetrics: true })
-  const token = await signCaller(jwks, { roles: ['crm-sales'] })
-  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
-  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
-  t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
-  await waitUntil(
-    async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
-    'LISTEN',
-  )
+t.test(
+  '/metrics: every metric the contract names and the process metrics, without a token',
+  async (t) => {
+    const { url, jwks, service } = await startTestService(t, { logs, db, defaultMetrics: true })
+    const token = await signCaller(jwks, { roles: ['crm-sales'] })
+    t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+    t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+    t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
+    await waitUntil(
+      async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
+      'LISTEN',
+    )
 
-  const response = await httpRequest(url, '/metrics')
-  t.equal(response.status, 200)
-  t.match(response.headers['content-type'], /^text\/plain/)
-  const text = response.text
-  for (const [name, type] of METRICS) t.match(text, `# TYPE ${name} ${type}\n`, name)
-  t.match(text, /^process_cpu_user_seconds_total \d/m, "prom-client's process metrics")
-  const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
-  t.equal(sample('shell_snapshot_loaded'), '1')
-  t.equal(sample('shell_feed_listening'), '1')
-  t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
-  t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
-  t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
-  t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
-  t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
-  for (const result of [
-    'ok',
-    'expired',
-    'invalid_signature',
-    'unknown_kid',
-    'invalid_audience',
-    'invalid_issuer',
-    'malformed',
-    'keys_unavailable',
-  ])
-    t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
-  t.match(
-    text,
-    /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 2$/m,
-    'requests counted by route template, method and status',
-  )
-  t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
-  t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
-})
+    const response = await httpRequest(url, '/metrics')
+    t.equal(response.status, 200)
+    t.match(response.headers['content-type'], /^text\/plain/)
+    const text = response.text
+    for (const [name, type] of METRICS) t.match(text, `# TYPE ${name} ${type}\n`, name)
+    t.match(text, /^process_cpu_user_seconds_total \d/m, "prom-client's process metrics")
+    const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
+    t.equal(sample('shell_snapshot_loaded'), '1')
+    t.equal(sample('shell_feed_listening'), '1')
+    t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
+    t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
+    t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
+    t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
+    t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
+    for (const result of [
+      'ok',
+      'expired',
+      'invalid_signature',
+      'unknown_kid',
+      'invalid_audience',
+      'invalid_issuer',
+      'malformed',
+      'keys_unavailable',
+    ])
+      t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
+    t.match(
+      text,
+      /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 2$/m,
+      'requests counted by route template, method and status',
+    )
+    t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
+    t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
+  },
+)
 
 t.test('no log line holds a token or its signature', async (t) => {
   t.same(logs.leaks(), [])

@@ -5,7 +5,7 @@ import { SEEDS_DIR } from '../../src/db/seed.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 
-/** GET /api/v1/shell/{appKey}: the seed data per role, and every key of section 5. */
+/** GET /api/v1/shell/{appKey}: the seed data per role, and every key of the response. */
 
 const logs = createLogCapture()
 const db = await createSeededDatabase(t)
@@ -43,7 +43,7 @@ const seeds = JSON.parse(await readFile(join(SEEDS_DIR, 'crm.json'), 'utf8')) as
 const crm = seeds.apps.find((app) => app.key === 'crm') as SeedApp
 const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
 
-/** The menus of section 7 as the contract renders them for a caller with these roles. */
+/** The seed menus of the contract's initial data, as rendered for a caller with these roles. */
 function expectedMenus(roles: readonly string[]): Record<string, unknown[]> {
   const menus: Record<string, unknown[]> = {}
   for (const zone of ZONES) {
@@ -85,7 +85,7 @@ for (const [roles, sidebar] of SIDEBAR_BY_ROLE) {
       const { response, body } = await getShell(roles)
       t.equal(response.status, 200)
       t.equal(response.headers['content-type'], 'application/json; charset=utf-8')
-      t.same(ids(body.menus?.sidebar), sidebar, 'sidebar items of section 7, in position order')
+      t.same(ids(body.menus?.sidebar), sidebar, 'sidebar items of the seeds, in position order')
       t.same(ids(body.menus?.topbar), ['search'])
       t.same(ids(body.menus?.footer), ['docs'])
       t.same(ids(body.menus?.['user-menu']), ['settings', 'support', 'logout'])
@@ -100,7 +100,7 @@ t.test('a caller with unrelated roles sees what needs no role', async (t) => {
   t.same(ids(body.menus?.sidebar), ['dashboard', 'contacts', 'accounts', 'activities'])
 })
 
-t.test('every key of section 5 is present, absent values are null', async (t) => {
+t.test('every key of the response is present, absent values are null', async (t) => {
   const { response, body } = await getShell(['crm-sales'])
   t.equal(response.status, 200)
   t.same(Object.keys(body), ['app', 'branding', 'user', 'menus'])
