@@ -1,4 +1,5 @@
-import { DefinitionsError, importDefinitions, readDefinitionFiles } from '../db/seed.js'
+import { importDefinitions } from '../db/import-definitions.js'
+import { DefinitionsError, readDefinitionFiles } from '../definitions/read-definition-files.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 

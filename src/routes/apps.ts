@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
 import { problemSchema } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
-import { sendNotReady, sendTagged } from './cache-headers.js'
 import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
+import { sendNotReady, sendTagged } from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
 export function registerAppsRoutes(

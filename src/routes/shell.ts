@@ -4,10 +4,10 @@ import { joinBodyParts } from '../http/join-body-parts.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
-import { sendNotReady, sendTagged } from './cache-headers.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
+import { sendNotReady, sendTagged } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
 

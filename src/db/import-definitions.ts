@@ -1,0 +1,39 @@
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Logger } from 'pino'
+import { readDefinitionFiles } from '../definitions/read-definition-files.js'
+import type { AppDefinition } from '../definitions/types.js'
+import { type ApplyOutcome, applyAppDefinition } from './app-definitions.js'
+import type { Sql } from './connect.js'
+
+/** `seeds/` at the package root: loaded into an empty database at a local start. */
+export const SEEDS_DIR = fileURLToPath(new URL('../../seeds/', import.meta.url))
+
+/** Applies each app in its own transaction; returns what happened to each. */
+export async function importDefinitions(
+  sql: Sql,
+  apps: readonly AppDefinition[],
+): Promise<{ key: string; outcome: ApplyOutcome }[]> {
+  const results: { key: string; outcome: ApplyOutcome }[] = []
+  for (const app of apps)
+    results.push({ key: app.key, outcome: await applyAppDefinition(sql, app) })
+  return results
+}
+
+/** A database with no app at all gets `seeds/`, so a first start shows something real. */
+export async function seedEmptyDatabase(
+  sql: Sql,
+  logger: Logger,
+  dir: string = SEEDS_DIR,
+): Promise<boolean> {
+  const [row] = await sql<
+    { empty: boolean }[]
+  >`select not exists (select 1 from shell.apps) as empty`
+  if (!row?.empty) return false
+  const files = (await readdir(dir)).filter((name) => name.endsWith('.json')).sort()
+  const apps = await readDefinitionFiles(files.map((name) => join(dir, name)))
+  const results = await importDefinitions(sql, apps)
+  logger.info({ apps: results.map((result) => result.key) }, 'empty database seeded from seeds/')
+  return true
+}
