@@ -204,13 +204,8 @@ function readChoice<T extends string>(
 function readUrl(env: Env, name: ConfigVariable): string | null {
   const text = readString(env, name)
   if (text === null) return null
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    throw new ConfigError(name, `"${text}" is not a URL`)
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+  const { protocol } = parseUrl(name, text, `"${text}" is not a URL`)
+  if (protocol !== 'http:' && protocol !== 'https:') {
     throw new ConfigError(name, `"${text}" is not an http(s) URL`)
   }
   return text
@@ -220,22 +215,23 @@ function readUrl(env: Env, name: ConfigVariable): string | null {
 function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
   const text = readString(env, name)
   if (text === null) return null
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    throw new ConfigError(
-      name,
-      'is not a URL (expected postgres://user:password@host:port/database)',
-    )
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError(
-      name,
-      `scheme must be postgres:// or postgresql://, got ${url.protocol}//`,
-    )
+  const { protocol } = parseUrl(
+    name,
+    text,
+    'is not a URL (expected postgres://user:password@host:port/database)',
+  )
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${protocol}//`)
   }
   return text
+}
+
+function parseUrl(name: ConfigVariable, text: string, whenNotUrl: string): URL {
+  try {
+    return new URL(text)
+  } catch {
+    throw new ConfigError(name, whenNotUrl)
+  }
 }
 
 /** The host as a URL writes it: an IPv6 address in brackets. */

@@ -1,3 +1,4 @@
+import type { BrandingRow } from '../snapshot/types.js'
 import type { MenuKind, Zone } from '../vocabulary.js'
 
 /**
@@ -14,13 +15,8 @@ export interface AppDefinition {
   readonly menus: Readonly<Record<Zone, readonly ItemDefinition[]>>
 }
 
-export interface BrandingDefinition {
-  readonly productName: string | null
-  readonly logoUrl: string | null
-  readonly faviconUrl: string | null
-  readonly primaryColor: string | null
-  readonly accentColor: string | null
-  readonly footerText: string | null
+/** A branding row without its key, whose theme the schema holds to an object. */
+export interface BrandingDefinition extends Omit<BrandingRow, 'appKey' | 'theme'> {
   readonly theme: Readonly<Record<string, unknown>>
 }
 
