@@ -45,7 +45,7 @@ export async function measureSnapshotBuild(
     if (view === undefined) throw new Error(`no app ${appKey} in the snapshot`)
     const variantsStartedAt = performance.now()
     const tags = new Set<string>()
-    for (const user of users) tags.add(view.variant(user.roles).tag)
+    for (const user of users) tags.add(view.variant(user.roles, view.defaultLocale).tag)
     const variantsMs = performance.now() - variantsStartedAt
     return {
       rows: {

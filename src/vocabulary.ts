@@ -20,6 +20,10 @@ export type MenuKind = (typeof MENU_KINDS)[number]
 export const APP_KEY_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$'
 export const ITEM_KEY_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$'
 export const COLOR_PATTERN = '^#[0-9a-fA-F]{6}$'
+/** `en`, `de-CH`, `zh-Hant`: a language tag as the database stores it; compared case-insensitively. */
+export const LANGUAGE_TAG_PATTERN = '^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$'
+/** The locale of an app that says nothing else. */
+export const DEFAULT_LOCALE = 'en'
 
 /**
  * Columns the service reads, by the field name rows carry in the code. The
@@ -30,6 +34,7 @@ export const APP_COLUMNS = {
   name: 'name',
   description: 'description',
   homeUrl: 'home_url',
+  defaultLocale: 'default_locale',
 } as const
 
 export const BRANDING_COLUMNS = {
@@ -62,6 +67,13 @@ export const GRANT_COLUMNS = {
   role: 'role',
 } as const
 
+/** An item's label in a language other than its app's default locale. */
+export const LABEL_COLUMNS = {
+  menuItemId: 'menu_item_id',
+  locale: 'locale',
+  label: 'label',
+} as const
+
 /** A table's columns by field name, as above. */
 export type ColumnMap = Readonly<Record<string, string>>
 
@@ -71,4 +83,5 @@ export const TABLES = {
   branding: BRANDING_COLUMNS,
   menu_items: MENU_ITEM_COLUMNS,
   menu_role_grants: GRANT_COLUMNS,
+  menu_item_labels: LABEL_COLUMNS,
 } as const satisfies Record<string, ColumnMap>

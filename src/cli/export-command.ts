@@ -1,4 +1,5 @@
-import { readAppDefinitions, toDefinitionsFile } from '../db/app-definitions.js'
+import { readAppDefinitions } from '../db/app-definitions.js'
+import { toDefinitionsFile } from '../definitions/to-definitions-file.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'

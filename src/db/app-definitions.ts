@@ -1,11 +1,13 @@
 import { isDeepStrictEqual } from 'node:util'
 import type postgres from 'postgres'
+import { sortLabels } from '../definitions/sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
 import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
   GRANT_COLUMNS,
+  LABEL_COLUMNS,
   MENU_ITEM_COLUMNS,
   mapZones,
   ZONES,
@@ -16,8 +18,11 @@ import { columnValues, selectColumns } from './select-columns.js'
 
 type Queryable = postgres.TransactionSql
 
-/** A menu item row with its granted roles, sorted. */
-type ItemWithRoles = MenuItemRow & { readonly roles: string[] }
+/** A menu item row with its granted roles, sorted, and its labels in other locales. */
+type ItemWithRoles = MenuItemRow & {
+  readonly roles: string[]
+  readonly labels: Record<string, string> | null
+}
 
 /** Reads app definitions (all apps, or one) in the import format, sorted by key. */
 export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<AppDefinition[]> {
@@ -39,7 +44,9 @@ async function readAppDefinitionsIn(
     where ${appKey}::text is null or app_key = ${appKey}`
   const items = await sql<ItemWithRoles[]>`
     select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')},
-           coalesce(array_agg(g.role order by g.role collate "C") filter (where g.role is not null), '{}') as roles
+           coalesce(array_agg(g.role order by g.role collate "C") filter (where g.role is not null), '{}') as roles,
+           (select jsonb_object_agg(l.locale, l.label) from shell.menu_item_labels l
+            where l.menu_item_id = m.id) as labels
     from shell.menu_items m
     left join shell.menu_role_grants g on g.menu_item_id = m.id
     where ${appKey}::text is null or m.app_key = ${appKey}
@@ -51,6 +58,7 @@ async function readAppDefinitionsIn(
     name: app.name,
     description: app.description,
     homeUrl: app.homeUrl,
+    defaultLocale: app.defaultLocale,
     branding: (brandingByApp.get(app.appKey) as BrandingDefinition | undefined) ?? null,
     menus: buildMenus(items.filter((item) => item.appKey === app.appKey)),
   }))
@@ -68,6 +76,7 @@ function buildMenus(rows: readonly ItemWithRoles[]): AppDefinition['menus'] {
     id: row.itemKey,
     kind: row.kind,
     label: row.label,
+    labels: sortLabels(row.labels ?? {}),
     icon: row.icon,
     href: row.href,
     external: row.external,
@@ -98,6 +107,7 @@ export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<
       name: app.name,
       description: app.description,
       homeUrl: app.homeUrl,
+      defaultLocale: app.defaultLocale,
     })
     const updatable = Object.keys(appValues).filter((column) => column !== APP_COLUMNS.appKey)
     await tx`
@@ -151,45 +161,10 @@ async function insertItems(
       )
       await tx`insert into shell.menu_role_grants ${tx(grants)}`
     }
+    const labels = Object.entries(item.labels).map(([locale, label]) =>
+      columnValues(LABEL_COLUMNS, { menuItemId: row.id, locale, label }),
+    )
+    if (labels.length > 0) await tx`insert into shell.menu_item_labels ${tx(labels)}`
     await insertItems(tx, appKey, zone, item.children, row.id)
-  }
-}
-
-/** The export format: defaults left out, so a file reads like a hand-written one. */
-export function toDefinitionsFile(apps: readonly AppDefinition[]): { apps: object[] } {
-  return {
-    apps: apps.map((app) => ({
-      key: app.key,
-      name: app.name,
-      description: app.description,
-      homeUrl: app.homeUrl,
-      ...(app.branding === null ? {} : { branding: compactBranding(app.branding) }),
-      menus: Object.fromEntries(
-        ZONES.filter((zone) => app.menus[zone].length > 0).map((zone) => [
-          zone,
-          app.menus[zone].map(compactItem),
-        ]),
-      ),
-    })),
-  }
-}
-
-function compactBranding(branding: BrandingDefinition): object {
-  const entries = Object.entries(branding).filter(([key, value]) =>
-    key === 'theme' ? Object.keys(value as object).length > 0 : value !== null,
-  )
-  return Object.fromEntries(entries)
-}
-
-function compactItem(item: ItemDefinition): object {
-  return {
-    id: item.id,
-    ...(item.kind === 'link' ? {} : { kind: item.kind }),
-    label: item.label,
-    ...(item.icon === null ? {} : { icon: item.icon }),
-    ...(item.href === null ? {} : { href: item.href }),
-    ...(item.external ? { external: true } : {}),
-    ...(item.roles.length === 0 ? {} : { roles: item.roles }),
-    ...(item.children.length === 0 ? {} : { children: item.children.map(compactItem) }),
   }
 }

@@ -1,6 +1,19 @@
 import type postgres from 'postgres'
-import type { AppRow, BrandingRow, GrantRow, MenuItemRow, SnapshotRows } from '../snapshot/types.js'
-import { APP_COLUMNS, BRANDING_COLUMNS, GRANT_COLUMNS, MENU_ITEM_COLUMNS } from '../vocabulary.js'
+import type {
+  AppRow,
+  BrandingRow,
+  GrantRow,
+  LabelRow,
+  MenuItemRow,
+  SnapshotRows,
+} from '../snapshot/types.js'
+import {
+  APP_COLUMNS,
+  BRANDING_COLUMNS,
+  GRANT_COLUMNS,
+  LABEL_COLUMNS,
+  MENU_ITEM_COLUMNS,
+} from '../vocabulary.js'
 import type { Sql } from './connect.js'
 import { selectColumns } from './select-columns.js'
 
@@ -42,13 +55,13 @@ export async function readSnapshotRows(sql: Sql, known?: AppRevisions): Promise<
       if (known?.get(app.appKey) === revision) unchangedApps.add(app.appKey)
       else changedApps.push(app.appKey)
     }
-    const [branding, menuItems, grants] =
+    const [branding, menuItems, grants, labels] =
       unchangedApps.size === 0 ? await readAllAppRows(tx) : await readAppRowsOf(tx, changedApps)
-    return { rows: { apps, branding, menuItems, grants }, revisions, unchangedApps }
+    return { rows: { apps, branding, menuItems, grants, labels }, revisions, unchangedApps }
   })
 }
 
-type AppRowSets = [BrandingRow[], MenuItemRow[], GrantRow[]]
+type AppRowSets = [BrandingRow[], MenuItemRow[], GrantRow[], LabelRow[]]
 
 // Two plain queries rather than one with an "all or these" condition: each
 // keeps a plan of its own (a full scan, or the app_key indexes).
@@ -59,6 +72,7 @@ async function readAllAppRows(tx: postgres.TransactionSql): Promise<AppRowSets> 
     tx<BrandingRow[]>`select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding`,
     tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
     tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
+    tx<LabelRow[]>`select ${selectColumns(tx, LABEL_COLUMNS)} from shell.menu_item_labels`,
   ])
 }
 
@@ -77,6 +91,10 @@ async function readAppRowsOf(
     tx<GrantRow[]>`
       select ${selectColumns(tx, GRANT_COLUMNS, 'g')}
       from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
+      where m.app_key = any(${keys})`,
+    tx<LabelRow[]>`
+      select ${selectColumns(tx, LABEL_COLUMNS, 'l')}
+      from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
       where m.app_key = any(${keys})`,
   ])
 }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
+import { findDuplicateAppKeys } from './find-conflicts.js'
 import type { AppDefinition, DefinitionProblem } from './types.js'
-import { findDuplicateAppKeys, formatProblem, parseDefinitions } from './validate-definitions.js'
+import { formatProblem, parseDefinitions } from './validate-definitions.js'
 
 export class DefinitionsError extends Error {
   override name = 'DefinitionsError'

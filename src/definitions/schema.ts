@@ -2,6 +2,7 @@ import {
   APP_KEY_PATTERN,
   COLOR_PATTERN,
   ITEM_KEY_PATTERN,
+  LANGUAGE_TAG_PATTERN,
   MENU_KINDS,
   mapZones,
 } from '../vocabulary.js'
@@ -34,6 +35,7 @@ export const definitionsSchema = {
         name: { type: 'string', minLength: 1 },
         description: nullableText,
         homeUrl: nullableText,
+        defaultLocale: { type: 'string', pattern: LANGUAGE_TAG_PATTERN },
         branding: { $ref: '#/$defs/branding' },
         menus: {
           type: 'object',
@@ -64,6 +66,11 @@ export const definitionsSchema = {
         id: { type: 'string', pattern: ITEM_KEY_PATTERN },
         kind: { enum: MENU_KINDS },
         label: { type: 'string', minLength: 1 },
+        labels: {
+          type: 'object',
+          propertyNames: { pattern: LANGUAGE_TAG_PATTERN },
+          additionalProperties: { type: 'string', minLength: 1 },
+        },
         icon: nullableText,
         href: nullableText,
         external: { type: 'boolean' },

@@ -10,6 +10,8 @@ export interface AppDefinition {
   readonly name: string
   readonly description: string | null
   readonly homeUrl: string | null
+  /** The language of the items' `label`; a language tag. */
+  readonly defaultLocale: string
   /** Null when the app has no branding row. */
   readonly branding: BrandingDefinition | null
   readonly menus: Readonly<Record<Zone, readonly ItemDefinition[]>>
@@ -24,7 +26,10 @@ export interface ItemDefinition {
   /** The item_key, unique in its app. */
   readonly id: string
   readonly kind: MenuKind
+  /** In the app's default locale. */
   readonly label: string
+  /** In other languages, by language tag, tags in code-unit order; empty when none. */
+  readonly labels: Readonly<Record<string, string>>
   readonly icon: string | null
   readonly href: string | null
   readonly external: boolean

@@ -1,6 +1,9 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { type MenuKind, mapZones, ZONES, type Zone } from '../vocabulary.js'
+import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../vocabulary.js'
+import { findDuplicateItemIds, findLabelConflicts, readLooseApps } from './find-conflicts.js'
+import { formatKey, pointerToPath } from './json-path.js'
 import { definitionsSchema } from './schema.js'
+import { sortLabels } from './sort-labels.js'
 import type {
   AppDefinition,
   BrandingDefinition,
@@ -40,33 +43,13 @@ export function parseDefinitions(text: string, file: string): ParseResult {
   const appKeys = apps.map((app) => (typeof app?.key === 'string' ? app.key : undefined))
   const problems: DefinitionProblem[] = validateSchema(document)
     ? []
-    : (validateSchema.errors ?? []).map((error) => describeSchemaError(file, error))
-  problems.push(...findDuplicateItemIds(file, apps))
+    : (validateSchema.errors ?? [])
+        // Each bad label tag also fails its `propertyNames` wrapper: report it once, as a pattern.
+        .filter((error) => error.keyword !== 'propertyNames')
+        .map((error) => describeSchemaError(file, error))
+  problems.push(...findDuplicateItemIds(file, apps), ...findLabelConflicts(file, apps))
   if (problems.length > 0) return { ok: false, problems, appKeys }
   return { ok: true, apps: (document as { apps: RawApp[] }).apps.map(normalizeApp), appKeys }
-}
-
-/** Several files are one import: an app key defined twice is a problem too. */
-export function findDuplicateAppKeys(
-  files: readonly { file: string; appKeys: readonly (string | undefined)[] }[],
-): DefinitionProblem[] {
-  const seen = new Map<string, string>()
-  const problems: DefinitionProblem[] = []
-  for (const { file, appKeys } of files) {
-    appKeys.forEach((key, index) => {
-      if (key === undefined) return
-      const path = `$.apps[${index}].key`
-      const first = seen.get(key)
-      if (first === undefined) seen.set(key, `${file} ${path}`)
-      else
-        problems.push({
-          file,
-          path,
-          message: `app "${key}" is defined twice (first at ${first})`,
-        })
-    })
-  }
-  return problems
 }
 
 export function formatProblem(problem: DefinitionProblem): string {
@@ -77,6 +60,7 @@ interface RawItem {
   id: string
   kind?: MenuKind
   label: string
+  labels?: Record<string, string>
   icon?: string | null
   href?: string | null
   external?: boolean
@@ -89,6 +73,7 @@ interface RawApp {
   name: string
   description?: string | null
   homeUrl?: string | null
+  defaultLocale?: string
   branding?: Partial<BrandingDefinition>
   menus?: Partial<Record<Zone, RawItem[]>>
 }
@@ -100,6 +85,7 @@ function normalizeApp(raw: RawApp): AppDefinition {
     name: raw.name,
     description: raw.description ?? null,
     homeUrl: raw.homeUrl ?? null,
+    defaultLocale: raw.defaultLocale ?? DEFAULT_LOCALE,
     branding: raw.branding === undefined ? null : normalizeBranding(raw.branding),
     menus: mapZones(menuOf),
   }
@@ -122,63 +108,13 @@ function normalizeItem(raw: RawItem): ItemDefinition {
     id: raw.id,
     kind: raw.kind ?? 'link',
     label: raw.label,
+    labels: sortLabels(raw.labels ?? {}),
     icon: raw.icon ?? null,
     href: raw.href ?? null,
     external: raw.external ?? false,
     roles: [...(raw.roles ?? [])].sort(),
     children: (raw.children ?? []).map(normalizeItem),
   }
-}
-
-/** A JSON object as read, before or without the schema's blessing. */
-type LooseObject = Readonly<Record<string, unknown>>
-
-function asLooseObject(value: unknown): LooseObject | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as LooseObject)
-    : undefined
-}
-
-function asLooseArray(value: unknown): readonly unknown[] {
-  return Array.isArray(value) ? value : []
-}
-
-/** `$.apps` entries, each an object or undefined, whatever else the document gets wrong. */
-function readLooseApps(document: unknown): (LooseObject | undefined)[] {
-  return asLooseArray(asLooseObject(document)?.apps).map(asLooseObject)
-}
-
-function findDuplicateItemIds(
-  file: string,
-  apps: readonly (LooseObject | undefined)[],
-): DefinitionProblem[] {
-  const problems: DefinitionProblem[] = []
-  apps.forEach((app, appIndex) => {
-    if (app === undefined) return
-    const appName = typeof app.key === 'string' ? `app "${app.key}"` : `$.apps[${appIndex}]`
-    const seen = new Map<string, string>()
-    const visit = (items: readonly unknown[], path: string) => {
-      items.forEach((value, index) => {
-        const item = asLooseObject(value)
-        const itemPath = `${path}[${index}]`
-        if (typeof item?.id === 'string') {
-          const first = seen.get(item.id)
-          if (first === undefined) seen.set(item.id, `${itemPath}.id`)
-          else
-            problems.push({
-              file,
-              path: `${itemPath}.id`,
-              message: `item id "${item.id}" is used twice in ${appName} (first at ${first})`,
-            })
-        }
-        visit(asLooseArray(item?.children), `${itemPath}.children`)
-      })
-    }
-    const menus = asLooseObject(app.menus)
-    for (const zone of ZONES)
-      visit(asLooseArray(menus?.[zone]), `$.apps[${appIndex}].menus${formatKey(zone)}`)
-  })
-  return problems
 }
 
 function describeSchemaError(file: string, error: ErrorObject): DefinitionProblem {
@@ -197,6 +133,14 @@ function describeSchemaError(file: string, error: ErrorObject): DefinitionProble
         message: 'is not a known field',
       }
     case 'pattern':
+      // A key of `labels` that is no language tag: the path names the key.
+      if (typeof error.propertyName === 'string') {
+        return {
+          file,
+          path: path + formatKey(error.propertyName),
+          message: `is not a language tag (must match ${error.params.pattern})`,
+        }
+      }
       return { file, path, message: `must match ${error.params.pattern}` }
     case 'enum':
       return {
@@ -207,18 +151,4 @@ function describeSchemaError(file: string, error: ErrorObject): DefinitionProble
     default:
       return { file, path, message: error.message ?? error.keyword }
   }
-}
-
-/** `/apps/0/menus/user-menu` → `$.apps[0].menus["user-menu"]` */
-function pointerToPath(pointer: string): string {
-  if (pointer === '') return '$'
-  const segments = pointer
-    .slice(1)
-    .split('/')
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'))
-  return `$${segments.map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : formatKey(segment))).join('')}`
-}
-
-function formatKey(key: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`
 }

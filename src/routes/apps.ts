@@ -4,7 +4,7 @@ import { problemSchema } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
 import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady, sendTagged } from './tagged-response.js'
+import { sendNotReady, sendTagged, VARY_BY_CALLER } from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
 export function registerAppsRoutes(
@@ -17,7 +17,7 @@ export function registerAppsRoutes(
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
       const inventory = snapshot.appsInventory
-      return sendTagged(request, reply, inventory.etag, () => inventory.body)
+      return sendTagged(request, reply, inventory.etag, VARY_BY_CALLER, () => inventory.body)
     }),
   )
 }

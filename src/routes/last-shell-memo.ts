@@ -1,9 +1,10 @@
 import type { VerifiedCaller } from '../auth/verify-token.js'
 import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
 
-/** What a caller was last sent: the app's view, the variant for the caller's roles, the ETag. */
+/** What a caller was last sent: the app's view, the locale, the variant for the caller's roles, the ETag. */
 export interface LastShell {
   readonly view: AppView
+  readonly locale: string
   readonly variant: ShellVariant
   /** Strong ETag, quotes included: the variant's tag and the caller's. */
   readonly etag: string
@@ -11,11 +12,13 @@ export interface LastShell {
 
 /**
  * Looks up, or computes and remembers, the caller's shell of one app in one
- * snapshot. `remember: false` computes it without looking up or remembering.
+ * locale and snapshot. `remember: false` computes it without looking up or
+ * remembering.
  */
 export type LastShellLookup = (
   snapshot: Snapshot,
   view: AppView,
+  locale: string,
   caller: VerifiedCaller,
   options?: { readonly remember: boolean },
 ) => LastShell
@@ -35,21 +38,21 @@ export type LastShellLookup = (
 export function createLastShellMemo(): LastShellLookup {
   let memoSnapshot: Snapshot | undefined
   let lastShells = new WeakMap<VerifiedCaller, LastShell>()
-  return (snapshot, view, caller, options) => {
-    if (options?.remember === false) return shellOf(view, caller)
+  return (snapshot, view, locale, caller, options) => {
+    if (options?.remember === false) return shellOf(view, locale, caller)
     if (snapshot !== memoSnapshot) {
       memoSnapshot = snapshot
       lastShells = new WeakMap()
     }
     const last = lastShells.get(caller)
-    if (last !== undefined && last.view === view) return last
-    const shell = shellOf(view, caller)
+    if (last !== undefined && last.view === view && last.locale === locale) return last
+    const shell = shellOf(view, locale, caller)
     lastShells.set(caller, shell)
     return shell
   }
 }
 
-function shellOf(view: AppView, caller: VerifiedCaller): LastShell {
-  const variant = view.variant(caller.roles)
-  return { view, variant, etag: `"${variant.tag}.${caller.userTag}"` }
+function shellOf(view: AppView, locale: string, caller: VerifiedCaller): LastShell {
+  const variant = view.variant(caller.roles, locale)
+  return { view, locale, variant, etag: `"${variant.tag}.${caller.userTag}"` }
 }

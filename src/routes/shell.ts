@@ -7,15 +7,15 @@ import { authenticateThen } from './authenticate.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady, sendTagged } from './tagged-response.js'
+import { sendNotReady, sendTagged, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * Per request: a cache lookup, the caller's last shell (else a role-set key
- * and a memoized variant), and two precomputed buffers joined around the
- * caller's precomputed user block.
+ * Per request: a cache lookup, the language (memoized per header value), the
+ * caller's last shell (else a role-set key and a memoized variant), and two
+ * precomputed buffers joined around the caller's precomputed user block.
  */
 export function registerShellRoutes(
   app: FastifyInstance,
@@ -35,8 +35,10 @@ export function registerShellRoutes(
         if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
         const view = snapshot.app(appKey)
         if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
-        const { variant, etag } = lastShellOf(snapshot, view, caller, { remember: !fresh })
-        return sendTagged(request, reply, etag, () =>
+        const locale = view.localeFor(request.headers['accept-language'])
+        const { variant, etag } = lastShellOf(snapshot, view, locale, caller, { remember: !fresh })
+        reply.header('content-language', locale)
+        return sendTagged(request, reply, etag, VARY_BY_CALLER_AND_LANGUAGE, () =>
           joinBodyParts(variant.head, caller.userBlock, variant.tail),
         )
       })

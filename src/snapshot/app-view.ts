@@ -1,42 +1,108 @@
 import type { LRUCache } from 'lru-cache'
+import { parseAcceptLanguage } from '../http/accept-language.js'
 import { ImmutableSet } from './immutable-set.js'
+import { lookUpLocale, truncationsOf } from './locale-lookup.js'
 import type { MenuTrees } from './menu-tree.js'
-import { renderShellVariant } from './render.js'
+import { type RenderLocale, renderShellVariant } from './render.js'
 import { createRoleSetKeyFunction, intersectRoles } from './role-set.js'
 import type { AppView, ShellVariant } from './types.js'
 
 /**
  * Variants of every app, shared by successive snapshots, keyed by
- * `appKey + "\0" + app content hash + "\0" + roleSetKey`.
+ * `appKey + "\0" + app content hash + "\0" + roleSetKey + "\0" + locale`.
  */
 export type VariantCache = LRUCache<string, ShellVariant>
 
 /**
+ * `Accept-Language` values remembered per app with the locale they chose.
+ * Browsers send a handful of distinct values; a flood of distinct ones
+ * (junk, or an attacker's) pushes the oldest out instead of growing.
+ */
+const MAX_REMEMBERED_HEADERS = 64
+/** Real headers are far shorter; longer ones are negotiated each time, never kept. */
+const MAX_REMEMBERED_HEADER_CHARS = 256
+
+/** The app's languages: the default, and every locale of its labels, as stored. */
+export interface AppLocales {
+  readonly defaultLocale: string
+  /** Every locale by lowercased tag, the default included. */
+  readonly byLowercase: ReadonlyMap<string, string>
+}
+
+/**
  * The request-time face of one app. Everything that does not depend on the
- * caller (the head, the trees, the fixed JSON of grant-free subtrees) is
- * ready; a variant is rendered on the first request of its role set.
+ * caller (the head, the trees, the fixed JSON of grant-free subtrees, the
+ * languages) is ready; a variant is rendered on the first request of its role
+ * set and locale.
  */
 export function createAppView(
   appKey: string,
   head: Buffer,
   menus: MenuTrees,
+  appLocales: AppLocales,
   variants: VariantCache,
   /** Names this app's content in the variant cache, which outlives snapshots; ends with "\0". */
   cacheKeyPrefix: string,
 ): AppView {
   const grantedRoles: ReadonlySet<string> = new ImmutableSet(menus.grantedRoles)
   const roleSetKey = createRoleSetKeyFunction(grantedRoles)
+  const { defaultLocale, byLowercase } = appLocales
+  const defaultLowercase = defaultLocale.toLowerCase()
+  const renderLocales = new Map<string, RenderLocale>()
+  for (const locale of byLowercase.values()) {
+    const lowercase = locale.toLowerCase()
+    renderLocales.set(locale, {
+      locale,
+      // The default locale's labels are menu_items.label, which every other locale falls back to.
+      labelForms:
+        lowercase === defaultLowercase
+          ? []
+          : truncationsOf(lowercase).filter((form) => form !== defaultLowercase),
+    })
+  }
+  const rememberedHeaders = new Map<string, string>()
 
-  const variant = (callerRoles: readonly string[]): ShellVariant => {
+  const localeFor = (acceptLanguage: string | undefined): string => {
+    // One locale: nothing to choose, whatever the header says.
+    if (acceptLanguage === undefined || byLowercase.size === 1) return defaultLocale
+    const remembered = rememberedHeaders.get(acceptLanguage)
+    if (remembered !== undefined) return remembered
+    const ranges = parseAcceptLanguage(acceptLanguage)
+    const locale =
+      ranges === null ? defaultLocale : lookUpLocale(ranges, byLowercase, defaultLocale)
+    if (acceptLanguage.length <= MAX_REMEMBERED_HEADER_CHARS) {
+      if (rememberedHeaders.size >= MAX_REMEMBERED_HEADERS) {
+        const oldest = rememberedHeaders.keys().next().value
+        if (oldest !== undefined) rememberedHeaders.delete(oldest)
+      }
+      rememberedHeaders.set(acceptLanguage, locale)
+    }
+    return locale
+  }
+
+  const variant = (callerRoles: readonly string[], locale: string): ShellVariant => {
     const key = roleSetKey(callerRoles)
-    const cacheKey = cacheKeyPrefix + key
+    const cacheKey = `${cacheKeyPrefix}${key}\0${locale}`
     const cached = variants.get(cacheKey)
     if (cached !== undefined) return cached
+    const renderLocale = renderLocales.get(locale)
+    if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
     const relevantRoles = new Set(intersectRoles(callerRoles, grantedRoles))
-    const rendered = renderShellVariant(head, menus.roots, relevantRoles)
+    const rendered = renderShellVariant(head, menus.roots, relevantRoles, renderLocale)
     variants.set(cacheKey, rendered)
     return rendered
   }
 
-  return Object.freeze({ key: appKey, grantedRoles, variant })
+  return Object.freeze({
+    key: appKey,
+    grantedRoles,
+    defaultLocale,
+    locales: Object.freeze([...byLowercase.values()].sort(compareCodeUnits)),
+    localeFor,
+    variant,
+  })
+}
+
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
 }

@@ -1,16 +1,19 @@
 import { LRUCache } from 'lru-cache'
-import { createAppView, type VariantCache } from './app-view.js'
+import { type AppLocales, createAppView, type VariantCache } from './app-view.js'
 import { buildMenuTrees } from './menu-tree.js'
 import {
   renderAppJson,
   renderAppsInventory,
   renderBrandingJson,
+  renderInventoryEntryJson,
   renderShellHead,
 } from './render.js'
 import type {
   AppRow,
   AppView,
   BrandingRow,
+  ItemLabels,
+  LabelRow,
   MenuItemRow,
   ShellVariant,
   Snapshot,
@@ -34,7 +37,8 @@ export interface BuildSnapshotOptions {
 /** What a snapshot keeps of each app, so that the next build can take it over as it is. */
 interface BuiltApp {
   readonly view: AppView
-  readonly appJson: string
+  /** The app's entry in the inventory. */
+  readonly inventoryJson: string
   readonly hash: string
 }
 
@@ -75,6 +79,7 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   for (const branding of rows.branding) brandingByApp.set(branding.appKey, branding)
   const itemsByApp = groupItemsByApp(rows.menuItems)
   const grantsByItemId = groupGrantsByItem(rows)
+  const labelRowsByItemId = groupLabelsByItem(rows.labels)
 
   const previous = options.previous === undefined ? undefined : internalsOf.get(options.previous)
   // One variant cache for the life of the feed: reused apps keep their warm variants, and
@@ -96,12 +101,16 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
       continue
     }
     const branding = brandingByApp.get(appKey)
-    const menus = buildMenuTrees(itemsByApp.get(appKey) ?? [], grantsByItemId)
+    const items = itemsByApp.get(appKey) ?? []
+    const { appLocales, labelsByItemId } = collectLabels(app, items, labelRowsByItemId)
+    const menus = buildMenuTrees(items, grantsByItemId, labelsByItemId)
     const appJson = renderAppJson(app)
     const head = renderShellHead(appJson, renderBrandingJson(app, branding))
     const hash = computeAppHash({ app, branding, menus })
-    const view = createAppView(appKey, head, menus, variants, variantKeyPrefix(appKey, hash))
-    builtApps.set(appKey, { view, appJson, hash })
+    const prefix = variantKeyPrefix(appKey, hash)
+    const view = createAppView(appKey, head, menus, appLocales, variants, prefix)
+    const inventoryJson = renderInventoryEntryJson(appJson, view.defaultLocale, view.locales)
+    builtApps.set(appKey, { view, inventoryJson, hash })
   }
 
   if (previous !== undefined) dropStaleVariants(variants, previous.apps, builtApps)
@@ -112,7 +121,7 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     // A copy, so that the caller's Date object cannot move this snapshot's time.
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
     appKeys: Object.freeze(apps.map((app) => app.appKey)),
-    appsInventory: renderAppsInventory(built.map((entry) => entry.appJson)),
+    appsInventory: renderAppsInventory(built.map((entry) => entry.inventoryJson)),
     app: (appKey: string) => builtApps.get(appKey)?.view,
   })
   internalsOf.set(snapshot, { apps: builtApps, variants })
@@ -170,6 +179,47 @@ function groupGrantsByItem(rows: SnapshotRows): Map<string, readonly string[]> {
     if (roles.length > 1) grantsByItemId.set(itemId, [...new Set(roles.sort(compareCodeUnits))])
   }
   return grantsByItemId
+}
+
+function groupLabelsByItem(labels: readonly LabelRow[]): Map<string, LabelRow[]> {
+  const labelsByItemId = new Map<string, LabelRow[]>()
+  for (const label of labels) {
+    const itemLabels = labelsByItemId.get(label.menuItemId)
+    if (itemLabels === undefined) labelsByItemId.set(label.menuItemId, [label])
+    else itemLabels.push(label)
+  }
+  return labelsByItemId
+}
+
+/**
+ * The app's locales and each item's labels by lowercased tag. Tags compare
+ * case-insensitively: when rows spell one language two ways (`de-CH` on one
+ * item, `de-ch` on another), the app lists it once, spelled as the first in
+ * code-unit order, so every instance agrees. Labels in the default locale
+ * are left out: that language's label is `menu_items.label`.
+ */
+function collectLabels(
+  app: AppRow,
+  items: readonly MenuItemRow[],
+  labelRowsByItemId: ReadonlyMap<string, readonly LabelRow[]>,
+): { appLocales: AppLocales; labelsByItemId: Map<string, ItemLabels> } {
+  const defaultLowercase = app.defaultLocale.toLowerCase()
+  const byLowercase = new Map<string, string>([[defaultLowercase, app.defaultLocale]])
+  const labelsByItemId = new Map<string, ItemLabels>()
+  for (const item of items) {
+    const rows = labelRowsByItemId.get(item.id)
+    if (rows === undefined) continue
+    const labels = new Map<string, string>()
+    for (const { locale, label } of rows) {
+      const lowercase = locale.toLowerCase()
+      if (lowercase === defaultLowercase) continue
+      labels.set(lowercase, label)
+      const spelled = byLowercase.get(lowercase)
+      if (spelled === undefined || locale < spelled) byLowercase.set(lowercase, locale)
+    }
+    if (labels.size > 0) labelsByItemId.set(item.id, labels)
+  }
+  return { appLocales: { defaultLocale: app.defaultLocale, byLowercase }, labelsByItemId }
 }
 
 /** Plain UTF-16 code-unit order, the same on every instance whatever its locale. */

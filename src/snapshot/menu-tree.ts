@@ -1,12 +1,13 @@
 import { ZONES, type Zone } from '../vocabulary.js'
 import { renderItemOpenJson } from './render.js'
-import type { MenuItemRow, MenuNode } from './types.js'
+import type { ItemLabels, MenuItemRow, MenuNode } from './types.js'
 
 /** An item that no root leads to: its parent is missing, in another zone, or in a cycle. */
 export interface UnreachableItem {
   readonly row: MenuItemRow
   readonly parentItemKey: string | null
   readonly grants: readonly string[]
+  readonly labels: ItemLabels | undefined
 }
 
 export interface MenuTrees {
@@ -19,6 +20,7 @@ export interface MenuTrees {
 
 const NO_GRANTS: readonly string[] = Object.freeze([])
 const NO_NODES: readonly MenuNode[] = Object.freeze([])
+const NO_LABELS: ReadonlyMap<string, ItemLabels> = new Map()
 
 /**
  * Builds the four zone trees of one app, ordered by position, then id, at
@@ -29,6 +31,8 @@ export function buildMenuTrees(
   items: readonly MenuItemRow[],
   /** Each item's granted roles, distinct and sorted. */
   grantsByItemId: ReadonlyMap<string, readonly string[]>,
+  /** Each labelled item's labels in the app's other locales. */
+  labelsByItemId: ReadonlyMap<string, ItemLabels> = NO_LABELS,
 ): MenuTrees {
   const itemsById = new Map<string, MenuItemRow>()
   for (const item of items) itemsById.set(item.id, item)
@@ -67,7 +71,12 @@ export function buildMenuTrees(
     const grants = grantsByItemId.get(row.id) ?? NO_GRANTS
     for (const role of grants) grantedRoles.add(role)
     const children = buildNodes(childRowsByParentId.get(row.id))
-    const openJson = renderItemOpenJson(row)
+    const openJson = renderItemOpenJson(row, row.label)
+    const labels = labelsByItemId.get(row.id)
+    const localizedOpenJson =
+      labels === undefined
+        ? null
+        : new Map([...labels].map(([locale, label]) => [locale, renderItemOpenJson(row, label)]))
     const fixedJson =
       grants.length === 0 && children.every((child) => child.fixedJson !== null)
         ? `${openJson}${children.map((child) => child.fixedJson).join(',')}]}`
@@ -78,6 +87,8 @@ export function buildMenuTrees(
       grants,
       children,
       openJson,
+      localizedOpenJson,
+      labelled: localizedOpenJson !== null || children.some((child) => child.labelled),
       fixedJson,
     })
   }
@@ -91,6 +102,7 @@ export function buildMenuTrees(
       row,
       parentItemKey: row.parentId === null ? null : (itemsById.get(row.parentId)?.itemKey ?? null),
       grants: grantsByItemId.get(row.id) ?? NO_GRANTS,
+      labels: labelsByItemId.get(row.id),
     }))
   return { roots, grantedRoles, unreachable }
 }

@@ -9,7 +9,7 @@ import type {
   ShellVariant,
 } from './types.js'
 
-/** The `app` block of the shell response and one entry of the apps inventory. */
+/** The `app` block of the shell response. */
 export function renderAppJson(app: AppRow): string {
   return JSON.stringify({
     key: app.appKey,
@@ -17,6 +17,15 @@ export function renderAppJson(app: AppRow): string {
     description: app.description,
     homeUrl: app.homeUrl,
   })
+}
+
+/** One entry of the apps inventory: the `app` block, the default locale and every locale, sorted. */
+export function renderInventoryEntryJson(
+  appJson: string,
+  defaultLocale: string,
+  locales: readonly string[],
+): string {
+  return `${appJson.slice(0, -1)},"defaultLocale":${JSON.stringify(defaultLocale)},"locales":${JSON.stringify(locales)}}`
 }
 
 /**
@@ -40,12 +49,12 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
   return Buffer.from(`{"app":${appJson},"branding":${brandingJson},"user":`)
 }
 
-/** An item's own fields, keys in response order, up to the opening of its children. */
-export function renderItemOpenJson(row: MenuItemRow): string {
+/** An item's own fields with this label, keys in response order, up to the opening of its children. */
+export function renderItemOpenJson(row: MenuItemRow, label: string): string {
   const fields = JSON.stringify({
     id: row.itemKey,
     kind: row.kind,
-    label: row.label,
+    label,
     icon: row.icon,
     href: row.href,
     external: row.external,
@@ -53,25 +62,54 @@ export function renderItemOpenJson(row: MenuItemRow): string {
   return `${fields.slice(0, -1)},"children":[`
 }
 
+/** The language a variant is rendered in. */
+export interface RenderLocale {
+  /** As the app stores it: the response's `locale`. */
+  readonly locale: string
+  /**
+   * Lowercased tags whose labels apply, in order: the locale and each
+   * shorter form of it (`de-ch`, `de`); empty for the default locale, whose
+   * labels are `menu_items.label`.
+   */
+  readonly labelForms: readonly string[]
+}
+
 /** Everything of the shell response after the caller's block: the menus this role set may see. */
 export function renderShellTail(
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
   callerRoles: ReadonlySet<string>,
+  locale: RenderLocale,
 ): Buffer {
   const zones = ZONES.map(
-    (zone) => `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], callerRoles)}]`,
+    (zone) =>
+      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], callerRoles, locale.labelForms)}]`,
   )
-  return Buffer.from(`,"menus":{${zones.join(',')}}}`)
+  return Buffer.from(`,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`)
 }
 
-function renderVisibleNodes(nodes: readonly MenuNode[], callerRoles: ReadonlySet<string>): string {
+function renderVisibleNodes(
+  nodes: readonly MenuNode[],
+  callerRoles: ReadonlySet<string>,
+  labelForms: readonly string[],
+): string {
   let json = ''
   for (const node of nodes) {
-    const nodeJson = renderVisibleNode(node, callerRoles)
+    const nodeJson = renderVisibleNode(node, callerRoles, labelForms)
     if (nodeJson === null) continue
     json = json === '' ? nodeJson : `${json},${nodeJson}`
   }
   return json
+}
+
+/** The item's fields with its label in the first of the forms it has one in, else the default. */
+function openJsonIn(node: MenuNode, labelForms: readonly string[]): string {
+  if (node.localizedOpenJson !== null) {
+    for (const form of labelForms) {
+      const localized = node.localizedOpenJson.get(form)
+      if (localized !== undefined) return localized
+    }
+  }
+  return node.openJson
 }
 
 /**
@@ -79,12 +117,16 @@ function renderVisibleNodes(nodes: readonly MenuNode[], callerRoles: ReadonlySet
  * the caller holds none of them, or it is a pure grouping (no href) whose
  * children are all hidden. Hiding an item hides its whole subtree.
  */
-function renderVisibleNode(node: MenuNode, callerRoles: ReadonlySet<string>): string | null {
+function renderVisibleNode(
+  node: MenuNode,
+  callerRoles: ReadonlySet<string>,
+  labelForms: readonly string[],
+): string | null {
   if (node.grants.length > 0 && !node.grants.some((role) => callerRoles.has(role))) return null
-  if (node.fixedJson !== null) return node.fixedJson
-  const childrenJson = renderVisibleNodes(node.children, callerRoles)
+  if (node.fixedJson !== null && (labelForms.length === 0 || !node.labelled)) return node.fixedJson
+  const childrenJson = renderVisibleNodes(node.children, callerRoles, labelForms)
   if (childrenJson === '' && !node.hasHref && node.children.length > 0) return null
-  return `${node.openJson}${childrenJson}]}`
+  return `${openJsonIn(node, labelForms)}${childrenJson}]}`
 }
 
 /** `GET /api/v1/apps`: apps in the given order, with a strong ETag over the bytes. */
@@ -93,12 +135,13 @@ export function renderAppsInventory(appJsons: readonly string[]): RenderedBody {
   return Object.freeze({ body, etag: `"${contentTag(body)}"` })
 }
 
-/** One response variant: the app's shared head, this role set's menus, and their tag. */
+/** One response variant: the app's shared head, this role set's menus in one locale, and their tag. */
 export function renderShellVariant(
   head: Buffer,
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
   callerRoles: ReadonlySet<string>,
+  locale: RenderLocale,
 ): ShellVariant {
-  const tail = renderShellTail(roots, callerRoles)
+  const tail = renderShellTail(roots, callerRoles, locale)
   return Object.freeze({ head, tail, tag: contentTag(head, tail) })
 }

@@ -6,6 +6,8 @@ export interface AppRow {
   readonly name: string
   readonly description: string | null
   readonly homeUrl: string | null
+  /** The language of `menu_items.label`; a language tag. */
+  readonly defaultLocale: string
 }
 
 /** One row of `shell.branding`. */
@@ -47,19 +49,34 @@ export interface MenuNode {
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
   readonly grants: readonly string[]
   readonly children: readonly MenuNode[]
-  /** `{"id":…,"external":…,"children":[`: everything of the item but its children. */
+  /** `{"id":…,"external":…,"children":[`: everything of the item but its children, in the default locale. */
   readonly openJson: string
+  /** The same in each other locale the item has a label in, by lowercased tag; null when none. */
+  readonly localizedOpenJson: ReadonlyMap<string, string> | null
+  /** True when the item or an item below it has a label in another locale. */
+  readonly labelled: boolean
   /**
-   * The whole subtree's JSON when no item in it has a grant: its rendering
-   * cannot depend on the caller, so variants copy it instead of walking it.
+   * The whole subtree's JSON, in the default locale, when no item in it has a
+   * grant: its rendering cannot depend on the caller, so variants copy it
+   * instead of walking it (in other locales too, when no item of it is labelled).
    */
   readonly fixedJson: string | null
 }
+
+/** An item's labels in locales other than its app's default, by lowercased tag. */
+export type ItemLabels = ReadonlyMap<string, string>
 
 /** One row of `shell.menu_role_grants`. */
 export interface GrantRow {
   readonly menuItemId: string
   readonly role: string
+}
+
+/** One row of `shell.menu_item_labels`. */
+export interface LabelRow {
+  readonly menuItemId: string
+  readonly locale: string
+  readonly label: string
 }
 
 /** Everything one consistent read of the database returns. */
@@ -68,6 +85,7 @@ export interface SnapshotRows {
   readonly branding: readonly BrandingRow[]
   readonly menuItems: readonly MenuItemRow[]
   readonly grants: readonly GrantRow[]
+  readonly labels: readonly LabelRow[]
 }
 
 /** A precomputed response: its bytes and its strong ETag (quotes included). */
@@ -77,14 +95,14 @@ export interface RenderedBody {
 }
 
 /**
- * The shell response of one app for one role-set key, split around the `user`
- * block so that the caller's block is spliced in without re-serializing:
- * body = head + userBlock + tail.
+ * The shell response of one app for one role-set key and locale, split around
+ * the `user` block so that the caller's block is spliced in without
+ * re-serializing: body = head + userBlock + tail.
  */
 export interface ShellVariant {
-  /** `{"app":{...},"branding":{...},"user":` */
+  /** `{"app":{...},"branding":{...},"user":`, shared by all variants of the app. */
   readonly head: Buffer
-  /** `,"menus":{...}}` */
+  /** `,"menus":{...},"locale":"…"}` */
   readonly tail: Buffer
   /** Short hash of head and tail, content-derived; combined with the caller's tag into the ETag. */
   readonly tag: string
@@ -98,12 +116,23 @@ export interface AppView {
    * cannot matter). Immutable: `add`, `delete` and `clear` throw.
    */
   readonly grantedRoles: ReadonlySet<string>
+  /** The language of `menu_items.label`, as stored. */
+  readonly defaultLocale: string
+  /** The default locale and every locale of the app's labels, as stored, sorted. */
+  readonly locales: readonly string[]
   /**
-   * The response variant for these caller roles, rendered once per snapshot
-   * and memoized by role-set key: callers holding the same roles of the app's
-   * granted ones share one variant (see role-set.ts).
+   * The locale to answer in for an `Accept-Language` header (undefined: none
+   * sent), by RFC 4647 lookup among the app's locales; a header that does not
+   * parse counts as absent. Memoized per header value, within a bound.
    */
-  variant(callerRoles: readonly string[]): ShellVariant
+  localeFor(acceptLanguage: string | undefined): string
+  /**
+   * The response variant for these caller roles in one of the app's locales,
+   * rendered once and memoized by role-set key and locale: callers holding
+   * the same roles of the app's granted ones share one variant (see
+   * role-set.ts).
+   */
+  variant(callerRoles: readonly string[], locale: string): ShellVariant
 }
 
 /** One immutable view of the whole database; swapped whole on every reload. */

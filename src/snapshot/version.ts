@@ -40,6 +40,7 @@ function describeApp({ app, branding, menus }: VersionedApp): string {
     app.name,
     app.description,
     app.homeUrl,
+    app.defaultLocale,
     branding === undefined
       ? null
       : [
@@ -63,11 +64,23 @@ function describeNodes(nodes: readonly MenuNode[]): string {
   return nodes.map(describeNode).join(',')
 }
 
-function describeNode({ position, grants, openJson, children }: MenuNode): string {
-  return `[${JSON.stringify(position)},${JSON.stringify(grants)},${openJson}${describeNodes(children)}]}]`
+function describeNode({
+  position,
+  grants,
+  openJson,
+  localizedOpenJson,
+  children,
+}: MenuNode): string {
+  const localized = JSON.stringify(describeLabels(localizedOpenJson))
+  return `[${JSON.stringify(position)},${JSON.stringify(grants)},${localized},${openJson}${describeNodes(children)}]}]`
 }
 
-function describeUnreachable({ row, parentItemKey, grants }: UnreachableItem): unknown {
+/** Entries sorted by tag, so that the order rows were read in never counts. */
+function describeLabels(labels: ReadonlyMap<string, string> | null | undefined): string[][] {
+  return [...(labels ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+function describeUnreachable({ row, parentItemKey, grants, labels }: UnreachableItem): unknown {
   return [
     row.itemKey,
     row.zone,
@@ -79,6 +92,7 @@ function describeUnreachable({ row, parentItemKey, grants }: UnreachableItem): u
     row.href,
     row.external,
     grants,
+    describeLabels(labels),
   ]
 }
 

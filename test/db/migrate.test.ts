@@ -83,3 +83,27 @@ t.test('a failing migration leaves nothing of itself behind', async (t) => {
   const names = await db.sql<{ name: string }[]>`select name from shell.schema_migrations`
   t.notOk(names.some((row) => row.name === '999_broken.sql'))
 })
+
+t.test('a database of the previous version migrates to labels with no row lost', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const files = await readMigrationFiles()
+  const beforeLabels = files.filter((file) => file.name < '003')
+  for (const file of beforeLabels) await writeFile(join(dir, file.name), file.sql)
+  await migrateDatabase(db.sql, { dir })
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`
+  await db.sql`
+    insert into shell.menu_items (app_key, item_key, zone, label) values ('crm', 'a', 'sidebar', 'A')`
+  const dump = () => db.sql`
+    select a.app_key, a.name, m.item_key, m.label from shell.apps a join shell.menu_items m using (app_key)`
+  const before = await dump()
+
+  const result = await migrateDatabase(db.sql)
+  t.same(result.applied, ['003_locales.sql'])
+  t.same(await dump(), before, 'every row as it was')
+  const [app] = await db.sql`select default_locale from shell.apps where app_key = 'crm'`
+  t.equal(app?.default_locale, 'en', 'existing apps speak English by default')
+  const [labels] = await db.sql`select count(*)::int as count from shell.menu_item_labels`
+  t.equal(labels?.count, 0)
+})

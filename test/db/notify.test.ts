@@ -68,6 +68,22 @@ const changes: Array<[string, string, (tx: postgres.TransactionSql) => Promise<u
     'delete',
     (tx) => tx`delete from shell.menu_role_grants where menu_item_id = ${itemId}`,
   ],
+  [
+    'menu_item_labels',
+    'insert',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${itemId}, 'de', 'A')`,
+  ],
+  [
+    'menu_item_labels',
+    'update',
+    (tx) => tx`update shell.menu_item_labels set label = 'A2' where menu_item_id = ${itemId}`,
+  ],
+  [
+    'menu_item_labels',
+    'delete',
+    (tx) => tx`delete from shell.menu_item_labels where menu_item_id = ${itemId}`,
+  ],
 ]
 
 for (const [table, operation, change] of changes) {
@@ -89,7 +105,9 @@ for (const [table, operation, change] of changes) {
     await waitFor(() => received.length > 0)
     t.equal(received[0], table, 'a notification naming the table')
     t.ok(
-      received.every((name) => name === table || name === 'menu_role_grants'),
+      received.every(
+        (name) => name === table || name === 'menu_role_grants' || name === 'menu_item_labels',
+      ),
       'others only from cascades',
     )
   })

@@ -54,6 +54,23 @@ const changes: Array<[string, (sql: postgres.Sql) => Promise<unknown>]> = [
     'delete of a grant',
     (sql) => sql`delete from shell.menu_role_grants where menu_item_id = ${crmItemId}`,
   ],
+  [
+    'update of the default locale',
+    (sql) => sql`update shell.apps set default_locale = 'de' where app_key = 'crm'`,
+  ],
+  [
+    'insert of a label',
+    (sql) =>
+      sql`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${crmItemId}, 'fr', 'A')`,
+  ],
+  [
+    'update of a label',
+    (sql) => sql`update shell.menu_item_labels set label = 'A2' where menu_item_id = ${crmItemId}`,
+  ],
+  [
+    'delete of a label',
+    (sql) => sql`delete from shell.menu_item_labels where menu_item_id = ${crmItemId}`,
+  ],
 ]
 
 for (const [name, change] of changes) {

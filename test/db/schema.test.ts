@@ -3,7 +3,9 @@ import t from 'tap'
 import {
   APP_KEY_PATTERN,
   COLOR_PATTERN,
+  DEFAULT_LOCALE,
   ITEM_KEY_PATTERN,
+  LANGUAGE_TAG_PATTERN,
   MENU_KINDS,
   TABLES,
   ZONES,
@@ -199,6 +201,47 @@ const rejected: Array<[string, string, (tx: postgres.TransactionSql) => Promise<
       tx`insert into shell.menu_role_grants (menu_item_id, role) values (${rootId}, 'r'), (${rootId}, 'r')`,
   ],
   [
+    'default locale that is not a language tag',
+    '23514',
+    (tx) => tx`update shell.apps set default_locale = 'English' where app_key = 'crm'`,
+  ],
+  [
+    'default locale with an underscore',
+    '23514',
+    (tx) => tx`update shell.apps set default_locale = 'de_CH' where app_key = 'crm'`,
+  ],
+  ['default locale null', '23502', (tx) => tx`update shell.apps set default_locale = null`],
+  [
+    'label of an unknown item',
+    '23503',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (999999, 'de', 'x')`,
+  ],
+  [
+    'label locale that is not a language tag',
+    '23514',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${rootId}, 'DE', 'x')`,
+  ],
+  [
+    'label without text',
+    '23502',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${rootId}, 'de', null)`,
+  ],
+  [
+    'two labels of one item in one locale',
+    '23505',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${rootId}, 'de', 'a'), (${rootId}, 'de', 'b')`,
+  ],
+  [
+    'two labels of one item in one language spelled two ways',
+    '23505',
+    (tx) =>
+      tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${rootId}, 'de-CH', 'a'), (${rootId}, 'de-ch', 'b')`,
+  ],
+  [
     'blank role',
     '23514',
     (tx) => tx`insert into shell.menu_role_grants (menu_item_id, role) values (${rootId}, ' ')`,
@@ -218,6 +261,8 @@ t.test('accepts the edge cases the rules allow', async (t) => {
       await tx`insert into shell.branding (app_key, primary_color, accent_color) values ('hr', '#0B5FFF', null)`
       await tx`insert into shell.menu_items (app_key, item_key, zone, label, parent_id) values ('crm', 'a.b_c-d', 'sidebar', 'A', ${rootId})`
       await tx`insert into shell.menu_items (app_key, item_key, zone, label) values ('hr', 'root', 'user-menu', 'Same key, other app')`
+      await tx`update shell.apps set default_locale = 'zh-Hant' where app_key = 'hr'`
+      await tx`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${rootId}, 'pt-BR', 'Raiz'), (${rootId}, 'de-CH-1996', 'Wurzel')`
     }),
     'accepted',
   )
@@ -258,7 +303,7 @@ t.test('updated_at follows every update of an app', async (t) => {
   t.ok((after?.updated_at.getTime() ?? 0) > (before?.updated_at.getTime() ?? 0))
 })
 
-t.test('deleting an app removes its branding, items and grants', async (t) => {
+t.test('deleting an app removes its branding, items, grants and labels', async (t) => {
   await sql`insert into shell.apps (app_key, name) values ('gone', 'Gone')`
   await sql`insert into shell.branding (app_key) values ('gone')`
   const [parent] = await sql<{ id: string }[]>`
@@ -267,12 +312,14 @@ t.test('deleting an app removes its branding, items and grants', async (t) => {
     insert into shell.menu_items (app_key, item_key, zone, label, parent_id)
     values ('gone', 'c', 'topbar', 'C', ${parent?.id ?? ''}) returning id`
   await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${child?.id ?? ''}, 'r')`
+  await sql`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${child?.id ?? ''}, 'de', 'K')`
   await sql`delete from shell.apps where app_key = 'gone'`
-  const [counts] = await sql<{ branding: number; items: number; grants: number }[]>`
+  const [counts] = await sql<{ branding: number; items: number; grants: number; labels: number }[]>`
     select (select count(*)::int from shell.branding where app_key = 'gone') as branding,
            (select count(*)::int from shell.menu_items where app_key = 'gone') as items,
-           (select count(*)::int from shell.menu_role_grants where menu_item_id = ${child?.id ?? ''}) as grants`
-  t.same(counts, { branding: 0, items: 0, grants: 0 })
+           (select count(*)::int from shell.menu_role_grants where menu_item_id = ${child?.id ?? ''}) as grants,
+           (select count(*)::int from shell.menu_item_labels where menu_item_id = ${child?.id ?? ''}) as labels`
+  t.same(counts, { branding: 0, items: 0, grants: 0, labels: 0 })
 })
 
 t.test('the database checks the words of src/vocabulary.ts, no more and no fewer', async (t) => {
@@ -289,6 +336,12 @@ t.test('the database checks the words of src/vocabulary.ts, no more and no fewer
   t.same(quotedWords(definitionOf('menu_items_item_key_format')), [ITEM_KEY_PATTERN])
   t.same(quotedWords(definitionOf('branding_primary_color_format')), [COLOR_PATTERN])
   t.same(quotedWords(definitionOf('branding_accent_color_format')), [COLOR_PATTERN])
+  t.same(quotedWords(definitionOf('apps_default_locale_format')), [LANGUAGE_TAG_PATTERN])
+  t.same(quotedWords(definitionOf('menu_item_labels_locale_format')), [LANGUAGE_TAG_PATTERN])
+  const [defaultLocale] = await sql<{ value: string }[]>`
+    select column_default as value from information_schema.columns
+    where table_schema = 'shell' and table_name = 'apps' and column_name = 'default_locale'`
+  t.equal(defaultLocale?.value, `'${DEFAULT_LOCALE}'::text`)
   for (const zone of ZONES) {
     for (const kind of MENU_KINDS) {
       const code = await sqlStateOf(

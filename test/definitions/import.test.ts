@@ -39,14 +39,15 @@ async function writeDefinitions(content: unknown): Promise<string> {
   return file
 }
 
-/** Every row of the four tables, ids left out, for "nothing changed" checks. */
+/** Every row of every table, for "nothing changed" checks. */
 async function dumpRows(sql: postgres.Sql): Promise<unknown> {
   return sql`
     select json_build_object(
       'apps', (select coalesce(json_agg(a order by app_key), '[]') from shell.apps a),
       'branding', (select coalesce(json_agg(b order by app_key), '[]') from shell.branding b),
       'items', (select coalesce(json_agg(m order by id), '[]') from shell.menu_items m),
-      'grants', (select coalesce(json_agg(g order by menu_item_id, role), '[]') from shell.menu_role_grants g)
+      'grants', (select coalesce(json_agg(g order by menu_item_id, role), '[]') from shell.menu_role_grants g),
+      'labels', (select coalesce(json_agg(l order by menu_item_id, locale), '[]') from shell.menu_item_labels l)
     ) as rows`
 }
 
@@ -97,8 +98,79 @@ t.test(
       ['docs'],
     )
     t.equal(items.length, 13, 'no other item')
+    const labels = await db.sql<{ locale: string; items: number }[]>`
+      select locale, count(*)::int as items from shell.menu_item_labels group by locale order by locale`
+    t.same(
+      labels,
+      [
+        { locale: 'de', items: 13 },
+        { locale: 'fr', items: 13 },
+      ],
+      'every item in German and in French',
+    )
+    const [leads] = await db.sql<{ de: string; fr: string }[]>`
+      select max(l.label) filter (where l.locale = 'de') as de, max(l.label) filter (where l.locale = 'fr') as fr
+      from shell.menu_items m join shell.menu_item_labels l on l.menu_item_id = m.id
+      where m.item_key = 'leads'`
+    t.same(leads, { de: 'Interessenten', fr: 'Prospects' })
   },
 )
+
+t.test('labels and a default locale go in, come out of export, and change alone', async (t) => {
+  const db = await createTestDatabase(t)
+  const app = {
+    key: 'kiosk',
+    name: 'Kiosk',
+    defaultLocale: 'de',
+    menus: {
+      sidebar: [
+        {
+          id: 'home',
+          label: 'Start',
+          labels: { en: 'Home', 'fr-CA': 'Accueil', 'de-CH': 'Startseite' },
+          children: [{ id: 'news', label: 'Neuigkeiten', labels: { en: 'News' } }],
+        },
+      ],
+    },
+  }
+  const first = await runCli(db.url, 'import', await writeDefinitions({ apps: [app] }))
+  t.equal(first.code, 0, first.stderr)
+  const [row] = await db.sql`select default_locale from shell.apps where app_key = 'kiosk'`
+  t.equal(row?.default_locale, 'de')
+  const exported = JSON.parse((await runCli(db.url, 'export', 'kiosk')).stdout)
+  t.equal(exported.apps[0].defaultLocale, 'de')
+  t.same(exported.apps[0].menus.sidebar[0].labels, {
+    'de-CH': 'Startseite',
+    en: 'Home',
+    'fr-CA': 'Accueil',
+  })
+  t.same(Object.keys(exported.apps[0].menus.sidebar[0].labels), ['de-CH', 'en', 'fr-CA'], 'sorted')
+  t.same(exported.apps[0].menus.sidebar[0].children[0].labels, { en: 'News' })
+  const again = await runCli(db.url, 'import', await writeDefinitions(exported))
+  t.equal(again.stdout, 'kiosk: unchanged\n', 'export then import: unchanged')
+
+  const changed = structuredClone(app)
+  const [home] = changed.menus.sidebar
+  if (home !== undefined) home.labels.en = 'Start page'
+  const update = await runCli(db.url, 'import', await writeDefinitions({ apps: [changed] }))
+  t.equal(update.stdout, 'kiosk: updated\n')
+  const labels = await db.sql<{ locale: string; label: string }[]>`
+    select l.locale, l.label from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
+    where m.item_key = 'home' order by l.locale`
+  t.same(labels, [
+    { locale: 'de-CH', label: 'Startseite' },
+    { locale: 'en', label: 'Start page' },
+    { locale: 'fr-CA', label: 'Accueil' },
+  ])
+  const plain = await runCli(
+    db.url,
+    'import',
+    await writeDefinitions({ apps: [{ key: 'plain', name: 'Plain' }] }),
+  )
+  t.equal(plain.code, 0, plain.stderr)
+  const plainExport = JSON.parse((await runCli(db.url, 'export', 'plain')).stdout)
+  t.notOk('defaultLocale' in plainExport.apps[0], 'the default en is left out of the export')
+})
 
 t.test('export then import changes nothing and sends no notification', async (t) => {
   const db = await createTestDatabase(t)
@@ -256,6 +328,48 @@ const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
         '$.apps[0].menus.footer[0].id',
         /item id "b" is used twice in app "ok" \(first at \$\.apps\[0\]\.menus\.sidebar\[0\]\.children\[0\]\.id\)/,
       ],
+    ],
+  ],
+  [
+    'bad language tags',
+    {
+      apps: [
+        {
+          ...validApp,
+          defaultLocale: 'English',
+          menus: {
+            sidebar: [
+              { id: 'a', label: 'A', labels: { de_CH: 'A', 'fr-CA': '', 'x-klingon': 'Q' } },
+            ],
+          },
+        },
+      ],
+    },
+    [
+      ['$.apps[0].defaultLocale', /must match/],
+      ['$.apps[0].menus.sidebar[0].labels.de_CH', /is not a language tag/],
+      ['$.apps[0].menus.sidebar[0].labels["x-klingon"]', /is not a language tag/],
+      ['$.apps[0].menus.sidebar[0].labels["fr-CA"]', /must NOT have fewer than 1 characters/],
+    ],
+  ],
+  [
+    'labels a schema cannot refuse',
+    {
+      apps: [
+        {
+          ...validApp,
+          defaultLocale: 'de-AT',
+          menus: {
+            sidebar: [
+              { id: 'a', label: 'A', labels: { 'de-at': 'A', 'fr-CA': 'A', 'fr-ca': 'A' } },
+            ],
+          },
+        },
+      ],
+    },
+    [
+      ['$.apps[0].menus.sidebar[0].labels["de-at"]', /is the app's default locale \(de-AT\)/],
+      ['$.apps[0].menus.sidebar[0].labels["fr-ca"]', /names the same language as "fr-CA"/],
     ],
   ],
   [

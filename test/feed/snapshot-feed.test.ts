@@ -57,7 +57,7 @@ function renderShell(
   appKey: string,
   roles: string[] = [],
 ): unknown {
-  const variant = snapshot?.app(appKey)?.variant(roles)
+  const variant = snapshot?.app(appKey)?.variant(roles, 'en')
   if (variant === undefined) return undefined
   return JSON.parse(Buffer.concat([variant.head, Buffer.from('null'), variant.tail]).toString())
 }

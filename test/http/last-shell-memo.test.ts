@@ -8,13 +8,16 @@ function countingView(key: string): AppView & { calls: number } {
   const view = {
     key,
     grantedRoles: new Set<string>(),
+    defaultLocale: 'en',
+    locales: ['de', 'en'],
+    localeFor: () => 'en',
     calls: 0,
-    variant(roles: readonly string[]): ShellVariant {
+    variant(roles: readonly string[], locale: string): ShellVariant {
       view.calls += 1
       return {
         head: Buffer.from(`{"app":"${key}","user":`),
-        tail: Buffer.from('}'),
-        tag: `tag-${key}-${roles.join('+')}`,
+        tail: Buffer.from(`,"locale":"${locale}"}`),
+        tag: `tag-${key}-${roles.join('+')}${locale === 'en' ? '' : `-${locale}`}`,
       }
     },
   }
@@ -31,13 +34,13 @@ t.test('a repeat request of the same caller, app and snapshot reuses the last sh
   const snapshot = snapshotOf('v1')
   const crm = countingView('crm')
   const alice = caller('alice', ['b', 'a'])
-  const first = lastShellOf(snapshot, crm, alice)
+  const first = lastShellOf(snapshot, crm, 'en', alice)
   t.equal(first.etag, `"tag-crm-a+b.${alice.userTag}"`, 'variant tag and user tag, quoted')
-  t.equal(lastShellOf(snapshot, crm, alice), first)
+  t.equal(lastShellOf(snapshot, crm, 'en', alice), first)
   t.equal(crm.calls, 1, 'one variant lookup')
 
   const bob = caller('bob', ['a', 'b'])
-  t.equal(lastShellOf(snapshot, crm, bob).etag, `"tag-crm-a+b.${bob.userTag}"`, 'per caller')
+  t.equal(lastShellOf(snapshot, crm, 'en', bob).etag, `"tag-crm-a+b.${bob.userTag}"`, 'per caller')
   t.equal(crm.calls, 2)
 })
 
@@ -47,16 +50,30 @@ t.test('another app or another snapshot is looked up again', async (t) => {
   const crm = countingView('crm')
   const hr = countingView('hr')
   const v1 = snapshotOf('v1')
-  lastShellOf(v1, crm, alice)
-  t.equal(lastShellOf(v1, hr, alice).etag, `"tag-hr-a.${alice.userTag}"`)
+  lastShellOf(v1, crm, 'en', alice)
+  t.equal(lastShellOf(v1, hr, 'en', alice).etag, `"tag-hr-a.${alice.userTag}"`)
   t.equal(
-    lastShellOf(v1, crm, alice).etag,
+    lastShellOf(v1, crm, 'en', alice).etag,
     `"tag-crm-a.${alice.userTag}"`,
     'only the last app is kept',
   )
   t.equal(crm.calls, 2)
   // A reload may keep an unchanged app's view; the memo still starts over with the snapshot.
-  lastShellOf(snapshotOf('v2'), crm, alice)
+  lastShellOf(snapshotOf('v2'), crm, 'en', alice)
+  t.equal(crm.calls, 3)
+})
+
+t.test('another locale is looked up again', async (t) => {
+  const lastShellOf = createLastShellMemo()
+  const snapshot = snapshotOf('v1')
+  const crm = countingView('crm')
+  const alice = caller('alice', ['a'])
+  const english = lastShellOf(snapshot, crm, 'en', alice)
+  const german = lastShellOf(snapshot, crm, 'de', alice)
+  t.equal(german.etag, `"tag-crm-a-de.${alice.userTag}"`)
+  t.equal(crm.calls, 2)
+  t.equal(lastShellOf(snapshot, crm, 'de', alice), german, 'the last locale is kept')
+  t.not(lastShellOf(snapshot, crm, 'en', alice), english, 'the one before is not')
   t.equal(crm.calls, 3)
 })
 
@@ -65,12 +82,12 @@ t.test('a shell computed with remember false is neither looked up nor remembered
   const snapshot = snapshotOf('v1')
   const crm = countingView('crm')
   const alice = caller('alice', ['a'])
-  const once = lastShellOf(snapshot, crm, alice, { remember: false })
+  const once = lastShellOf(snapshot, crm, 'en', alice, { remember: false })
   t.equal(once.etag, `"tag-crm-a.${alice.userTag}"`)
   t.equal(crm.calls, 1)
-  const remembered = lastShellOf(snapshot, crm, alice)
+  const remembered = lastShellOf(snapshot, crm, 'en', alice)
   t.equal(crm.calls, 2, 'the first one was not remembered')
-  t.not(lastShellOf(snapshot, crm, alice, { remember: false }), remembered, 'nor looked up')
-  t.equal(lastShellOf(snapshot, crm, alice), remembered)
+  t.not(lastShellOf(snapshot, crm, 'en', alice, { remember: false }), remembered, 'nor looked up')
+  t.equal(lastShellOf(snapshot, crm, 'en', alice), remembered)
   t.equal(crm.calls, 3)
 })

@@ -103,7 +103,8 @@ t.test('a caller with unrelated roles sees what needs no role', async (t) => {
 t.test('every key of the response is present, absent values are null', async (t) => {
   const { response, body } = await getShell(['crm-sales'])
   t.equal(response.status, 200)
-  t.same(Object.keys(body), ['app', 'branding', 'user', 'menus'])
+  t.same(Object.keys(body), ['app', 'branding', 'user', 'menus', 'locale'])
+  t.equal(body.locale, 'en', 'no Accept-Language: the default locale')
   t.strictSame(body.app, {
     key: 'crm',
     name: crm.name,

@@ -13,6 +13,7 @@ function fullRows(crmLabel = 'Leads'): SnapshotRows {
       itemRow('2', 'payroll', { appKey: 'hr' }),
     ],
     grants: [...grantRows('1', 'crm-sales'), ...grantRows('2', 'hr-admin')],
+    labels: [],
   }
 }
 
@@ -24,6 +25,7 @@ function onlyCrmRows(crmLabel: string): SnapshotRows {
     branding: [],
     menuItems: rows.menuItems.filter((item) => item.appKey === 'crm'),
     grants: rows.grants.filter((grant) => grant.menuItemId === '1'),
+    labels: [],
   }
 }
 
@@ -42,24 +44,27 @@ t.test('an incremental build equals a full build of the same content', async (t)
     ['hr', ['hr-admin']],
     ['hr', []],
   ] as const) {
-    const fromIncremental = requireApp(incremental, appKey).variant(roles)
-    const fromFull = requireApp(full, appKey).variant(roles)
+    const fromIncremental = requireApp(incremental, appKey).variant(roles, 'en')
+    const fromFull = requireApp(full, appKey).variant(roles, 'en')
     t.equal(renderBody(fromIncremental), renderBody(fromFull), `${appKey} ${roles.join()}`)
     t.equal(fromIncremental.tag, fromFull.tag)
   }
-  t.match(renderBody(requireApp(incremental, 'crm').variant(['crm-sales'])), /"label":"Pipeline"/)
+  t.match(
+    renderBody(requireApp(incremental, 'crm').variant(['crm-sales'], 'en')),
+    /"label":"Pipeline"/,
+  )
 })
 
 t.test('unchanged apps are taken over whole, with their memoized variants', async (t) => {
   const first = buildSnapshot(fullRows())
-  const warm = requireApp(first, 'hr').variant(['hr-admin'])
+  const warm = requireApp(first, 'hr').variant(['hr-admin'], 'en')
   const next = buildSnapshot(onlyCrmRows('Pipeline'), {
     previous: first,
     unchangedApps: new Set(['hr']),
   })
   t.equal(next.app('hr'), first.app('hr'), 'the same app view')
   t.equal(
-    requireApp(next, 'hr').variant(['hr-admin']),
+    requireApp(next, 'hr').variant(['hr-admin'], 'en'),
     warm,
     'the same variant object, not re-rendered',
   )
@@ -68,16 +73,16 @@ t.test('unchanged apps are taken over whole, with their memoized variants', asyn
 
 t.test('a changed app never serves a variant of its old content', async (t) => {
   const first = buildSnapshot(fullRows('Old'))
-  const old = requireApp(first, 'crm').variant(['crm-sales'])
+  const old = requireApp(first, 'crm').variant(['crm-sales'], 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
     unchangedApps: new Set(['hr']),
   })
-  const fresh = requireApp(next, 'crm').variant(['crm-sales'])
+  const fresh = requireApp(next, 'crm').variant(['crm-sales'], 'en')
   t.not(fresh, old)
   t.match(renderBody(fresh), /"label":"New"/)
   t.match(
-    renderBody(requireApp(first, 'crm').variant(['crm-sales'])),
+    renderBody(requireApp(first, 'crm').variant(['crm-sales'], 'en')),
     /"label":"Old"/,
     'the old snapshot is untouched',
   )
@@ -114,13 +119,13 @@ t.test('without unchangedApps everything is rebuilt from the rows', async (t) =>
 t.test("variants of an app's old content leave the cache at once, making room", async (t) => {
   // Room for two variants: hr's, then crm's old one.
   const first = buildSnapshot(fullRows('Old'), { variantCacheMaxEntries: 2 })
-  const warm = requireApp(first, 'hr').variant(['hr-admin'])
-  requireApp(first, 'crm').variant(['crm-sales'])
+  const warm = requireApp(first, 'hr').variant(['hr-admin'], 'en')
+  requireApp(first, 'crm').variant(['crm-sales'], 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
     unchangedApps: new Set(['hr']),
   })
-  t.match(renderBody(requireApp(next, 'crm').variant(['crm-sales'])), /"label":"New"/)
+  t.match(renderBody(requireApp(next, 'crm').variant(['crm-sales'], 'en')), /"label":"New"/)
   // Had crm's old variant stayed, the new one would have pushed out hr's, the least recently used.
-  t.equal(requireApp(next, 'hr').variant(['hr-admin']), warm, "hr's variant is still cached")
+  t.equal(requireApp(next, 'hr').variant(['hr-admin'], 'en'), warm, "hr's variant is still cached")
 })

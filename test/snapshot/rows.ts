@@ -11,7 +11,14 @@ import type {
 
 /** An app row with plausible defaults. */
 export function appRow(appKey: string, fields: Partial<AppRow> = {}): AppRow {
-  return { appKey, name: `App ${appKey}`, description: null, homeUrl: `/${appKey}`, ...fields }
+  return {
+    appKey,
+    name: `App ${appKey}`,
+    description: null,
+    homeUrl: `/${appKey}`,
+    defaultLocale: 'en',
+    ...fields,
+  }
 }
 
 /** A branding row with every optional field unset. */
@@ -57,7 +64,7 @@ export function grantRows(menuItemId: string, ...roles: string[]): GrantRow[] {
 
 /** Rows of app `crm` (with no branding row) unless told otherwise. */
 export function snapshotRows(rows: Partial<SnapshotRows>): SnapshotRows {
-  return { apps: [appRow('crm')], branding: [], menuItems: [], grants: [], ...rows }
+  return { apps: [appRow('crm')], branding: [], menuItems: [], grants: [], labels: [], ...rows }
 }
 
 /** The full response body of a variant for a given user block. */

@@ -32,7 +32,13 @@ function generateRows(): SnapshotRows {
     }
   }
   const apps = Array.from({ length: APPS }, (_, a) => appRow(`app-${String(a).padStart(4, '0')}`))
-  return { apps, branding: apps.map((app) => brandingRow(app.appKey)), menuItems, grants }
+  return {
+    apps,
+    branding: apps.map((app) => brandingRow(app.appKey)),
+    menuItems,
+    grants,
+    labels: [],
+  }
 }
 
 t.test('1,000 apps x 50 items x 20 roles build and render correctly', async (t) => {
@@ -48,13 +54,17 @@ t.test('1,000 apps x 50 items x 20 roles build and render correctly', async (t) 
   t.equal(view.grantedRoles.size, ROLES_PER_APP)
   // Role 0 opens g0.c0 and g5.c0; role 5 opens g1.c1 and g6.c1.
   const roles = ['app-0123-role-0', 'app-0123-role-5', 'app-0999-role-1']
-  t.equal(view.variant(roles), view.variant(roles.slice(0, 2)), 'the foreign role does not count')
+  t.equal(
+    view.variant(roles, 'en'),
+    view.variant(roles.slice(0, 2), 'en'),
+    'the foreign role does not count',
+  )
 
   const renderStarted = performance.now()
-  const variant = view.variant(roles)
+  const variant = view.variant(roles, 'en')
   t.comment(`first variant: ${(performance.now() - renderStarted).toFixed(2)} ms`)
   t.equal(outlineZone(variant), 'g0(g0.c0),g1(g1.c1),g5(g5.c0),g6(g6.c1)')
   t.equal(outlineZone(variant, 'topbar'), Array.from({ length: 10 }, (_, l) => `top${l}`).join(','))
-  t.equal(outlineZone(view.variant([])), '', 'groups without a visible child are dropped')
-  t.equal(view.variant(roles), variant)
+  t.equal(outlineZone(view.variant([], 'en')), '', 'groups without a visible child are dropped')
+  t.equal(view.variant(roles, 'en'), variant)
 })

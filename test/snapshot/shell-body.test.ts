@@ -12,7 +12,7 @@ import {
 } from './rows.js'
 
 function crmVariant(rows: Parameters<typeof snapshotRows>[0], roles: string[] = []): ShellVariant {
-  return requireApp(buildSnapshot(snapshotRows(rows)), 'crm').variant(roles)
+  return requireApp(buildSnapshot(snapshotRows(rows)), 'crm').variant(roles, 'en')
 }
 
 const user = { sub: 'u-1', username: 'ada', name: null, email: null, roles: ['crm-sales'] }
@@ -80,6 +80,7 @@ t.test('the body is exactly the contract shape, keys in order, absent values nul
       ],
       'user-menu': [],
     },
+    locale: 'en',
   }
   const body = renderBody(variant, user)
   t.same(JSON.parse(body), expected)
@@ -87,12 +88,12 @@ t.test('the body is exactly the contract shape, keys in order, absent values nul
   t.same(Object.keys(JSON.parse(body).menus), ['topbar', 'sidebar', 'footer', 'user-menu'])
 })
 
-t.test('head ends at "user": and tail starts at ,"menus":', async (t) => {
+t.test('head ends at "user": and tail starts at ,"menus": and ends with the locale', async (t) => {
   const variant = crmVariant({ menuItems: [itemRow('1', 'home')] })
   t.ok(variant.head.toString().startsWith('{"app":{"key":"crm",'))
   t.ok(variant.head.toString().endsWith(',"user":'))
   t.ok(variant.tail.toString().startsWith(',"menus":{"topbar":['))
-  t.ok(variant.tail.toString().endsWith(']}}'))
+  t.ok(variant.tail.toString().endsWith(']},"locale":"en"}'))
   t.same(JSON.parse(renderBody(variant, user)).user, user, 'the user block splices in')
 })
 
@@ -140,8 +141,8 @@ t.test('variants are frozen and the head is shared by every variant of an app', 
     buildSnapshot(snapshotRows({ menuItems: [itemRow('1', 'a')], grants: grantRows('1', 'r') })),
     'crm',
   )
-  const open = view.variant([])
-  const granted = view.variant(['r'])
+  const open = view.variant([], 'en')
+  const granted = view.variant(['r'], 'en')
   t.ok(Object.isFrozen(open))
   t.equal(open.head, granted.head, 'the same Buffer')
   t.not(open.tail.toString(), granted.tail.toString())

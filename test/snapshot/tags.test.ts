@@ -26,6 +26,7 @@ function contentRows(): SnapshotRows {
       ...grantRows('5', 'crm-manager'),
       ...grantRows('8', 'billing-admin'),
     ],
+    labels: [],
   }
 }
 
@@ -47,6 +48,7 @@ function renumberedRows(rows: SnapshotRows): SnapshotRows {
     branding: [...rows.branding].reverse(),
     menuItems: menuItems.reverse(),
     grants: grants.reverse(),
+    labels: [...rows.labels].reverse(),
   }
 }
 
@@ -54,7 +56,7 @@ const callers: string[][] = [[], ['crm-sales'], ['crm-manager'], ['billing-admin
 
 function variantTags(snapshot: Snapshot): string[] {
   return ['crm', 'billing'].flatMap((appKey) =>
-    callers.map((roles) => requireApp(snapshot, appKey).variant(roles).tag),
+    callers.map((roles) => requireApp(snapshot, appKey).variant(roles, 'en').tag),
   )
 }
 
@@ -77,8 +79,8 @@ t.test('tags depend on content alone, not on ids, row order or build', async (t)
   t.same(variantTags(renumbered), variantTags(first))
   t.equal(renumbered.appsInventory.etag, first.appsInventory.etag)
   t.equal(
-    requireApp(renumbered, 'crm').variant(['crm-sales']).tail.toString(),
-    requireApp(first, 'crm').variant(['crm-sales']).tail.toString(),
+    requireApp(renumbered, 'crm').variant(['crm-sales'], 'en').tail.toString(),
+    requireApp(first, 'crm').variant(['crm-sales'], 'en').tail.toString(),
   )
 })
 
@@ -127,8 +129,8 @@ t.test('a change nobody can see still changes the version', async (t) => {
   })
   t.not(extraGrant.version, base.version)
   t.equal(
-    requireApp(extraGrant, 'crm').variant(['crm-sales']).tag,
-    requireApp(base, 'crm').variant(['crm-sales']).tag,
+    requireApp(extraGrant, 'crm').variant(['crm-sales'], 'en').tag,
+    requireApp(base, 'crm').variant(['crm-sales'], 'en').tag,
     'a sales caller sees the same deals item either way',
   )
   const emptyBranding = buildSnapshot({
@@ -144,28 +146,36 @@ t.test('with equal positions the id decides the order, and renumbering can flip 
     branding: [],
     menuItems: [itemRow(firstId, 'alpha'), itemRow(secondId, 'beta')],
     grants: [],
+    labels: [],
   })
   const alphaFirst = buildSnapshot(rows('9', '10'))
   const betaFirst = buildSnapshot(rows('10', '9'))
   t.not(alphaFirst.version, betaFirst.version)
-  t.not(requireApp(alphaFirst, 'crm').variant([]).tag, requireApp(betaFirst, 'crm').variant([]).tag)
+  t.not(
+    requireApp(alphaFirst, 'crm').variant([], 'en').tag,
+    requireApp(betaFirst, 'crm').variant([], 'en').tag,
+  )
 })
 
 t.test('callers share a variant when they hold the same roles that the app grants', async (t) => {
   const snapshot = buildSnapshot(contentRows())
   const crm = requireApp(snapshot, 'crm')
   t.same([...crm.grantedRoles].sort(), ['crm-manager', 'crm-sales'])
-  t.equal(crm.variant([]), crm.variant(['offline_access']), 'no granted role: one variant')
-  const sales = crm.variant(['crm-sales', 'uma_authorization'])
-  t.equal(sales, crm.variant(['billing-admin', 'crm-sales']), 'irrelevant roles do not count')
-  t.not(sales, crm.variant([]))
   t.equal(
-    crm.variant(['crm-manager', 'crm-sales']),
-    crm.variant(['crm-manager', 'crm-sales', 'offline_access']),
+    crm.variant([], 'en'),
+    crm.variant(['offline_access'], 'en'),
+    'no granted role: one variant',
   )
-  t.not(crm.variant(['crm-manager', 'crm-sales']), sales)
+  const sales = crm.variant(['crm-sales', 'uma_authorization'], 'en')
+  t.equal(sales, crm.variant(['billing-admin', 'crm-sales'], 'en'), 'irrelevant roles do not count')
+  t.not(sales, crm.variant([], 'en'))
+  t.equal(
+    crm.variant(['crm-manager', 'crm-sales'], 'en'),
+    crm.variant(['crm-manager', 'crm-sales', 'offline_access'], 'en'),
+  )
+  t.not(crm.variant(['crm-manager', 'crm-sales'], 'en'), sales)
   const billing = requireApp(snapshot, 'billing')
-  t.equal(billing.variant(['crm-manager', 'crm-sales']), billing.variant([]))
+  t.equal(billing.variant(['crm-manager', 'crm-sales'], 'en'), billing.variant([], 'en'))
 })
 
 t.test('role-set keys cannot confuse sets when a role contains a comma or is empty', async (t) => {
@@ -185,24 +195,33 @@ t.test('role-set keys cannot confuse sets when a role contains a comma or is emp
     branding: [],
     menuItems: [itemRow('1', 'a'), itemRow('2', 'b'), itemRow('3', 'c')],
     grants: [...grantRows('1', 'x,y'), ...grantRows('2', 'x', 'y'), ...grantRows('3', '')],
+    labels: [],
   })
   const crm = requireApp(snapshot, 'crm')
-  t.not(crm.variant(['x,y']), crm.variant(['x', 'y']))
-  t.not(crm.variant(['x,y']).tail.toString(), crm.variant(['x', 'y']).tail.toString())
+  t.not(crm.variant(['x,y'], 'en'), crm.variant(['x', 'y'], 'en'))
+  t.not(crm.variant(['x,y'], 'en').tail.toString(), crm.variant(['x', 'y'], 'en').tail.toString())
 })
 
 t.test('variants are memoized per snapshot and bounded', async (t) => {
   const snapshot = buildSnapshot(contentRows())
   const crm = requireApp(snapshot, 'crm')
-  t.equal(crm.variant(['crm-sales']), crm.variant(['crm-sales']), 'the second call hits')
+  t.equal(
+    crm.variant(['crm-sales'], 'en'),
+    crm.variant(['crm-sales'], 'en'),
+    'the second call hits',
+  )
   const other = requireApp(buildSnapshot(contentRows()), 'crm')
-  t.not(other.variant(['crm-sales']), crm.variant(['crm-sales']), 'each snapshot has its cache')
-  t.equal(other.variant(['crm-sales']).tag, crm.variant(['crm-sales']).tag)
+  t.not(
+    other.variant(['crm-sales'], 'en'),
+    crm.variant(['crm-sales'], 'en'),
+    'each snapshot has its cache',
+  )
+  t.equal(other.variant(['crm-sales'], 'en').tag, crm.variant(['crm-sales'], 'en').tag)
 
   const tiny = requireApp(buildSnapshot(contentRows(), { variantCacheMaxEntries: 1 }), 'crm')
-  const evicted = tiny.variant([])
-  tiny.variant(['crm-sales'])
-  const rerendered = tiny.variant([])
+  const evicted = tiny.variant([], 'en')
+  tiny.variant(['crm-sales'], 'en')
+  const rerendered = tiny.variant([], 'en')
   t.not(rerendered, evicted, 'a one-entry cache re-renders after eviction')
   t.equal(rerendered.tag, evicted.tag)
 })
@@ -217,11 +236,25 @@ t.test('the apps inventory is sorted by key and strongly tagged', async (t) => {
     body.apps.map((app: { key: string }) => app.key),
     ['B', 'b-2', 'billing', 'crm'],
   )
-  t.same(body.apps[2], { key: 'billing', name: 'App billing', description: null, homeUrl: null })
-  t.same(Object.keys(body.apps[0]), ['key', 'name', 'description', 'homeUrl'])
+  t.same(body.apps[2], {
+    key: 'billing',
+    name: 'App billing',
+    description: null,
+    homeUrl: null,
+    defaultLocale: 'en',
+    locales: ['en'],
+  })
+  t.same(Object.keys(body.apps[0]), [
+    'key',
+    'name',
+    'description',
+    'homeUrl',
+    'defaultLocale',
+    'locales',
+  ])
   t.match(snapshot.appsInventory.etag, /^"[A-Za-z0-9_-]{20}"$/)
   t.equal(snapshot.appKeys.length, 4)
-  const empty = buildSnapshot({ apps: [], branding: [], menuItems: [], grants: [] })
+  const empty = buildSnapshot({ apps: [], branding: [], menuItems: [], grants: [], labels: [] })
   t.equal(empty.appsInventory.body.toString(), '{"apps":[]}')
   t.equal(empty.appKeys.length, 0)
 })

@@ -1,0 +1,134 @@
+import { DEFAULT_LOCALE, ZONES } from '../vocabulary.js'
+import { formatKey } from './json-path.js'
+import type { DefinitionProblem } from './types.js'
+
+/**
+ * What a schema cannot say, checked on the document as read, valid or not,
+ * so that every problem of a file is reported at once, with its path.
+ */
+
+/** Several files are one import: an app key defined twice is a problem too. */
+export function findDuplicateAppKeys(
+  files: readonly { file: string; appKeys: readonly (string | undefined)[] }[],
+): DefinitionProblem[] {
+  const seen = new Map<string, string>()
+  const problems: DefinitionProblem[] = []
+  for (const { file, appKeys } of files) {
+    appKeys.forEach((key, index) => {
+      if (key === undefined) return
+      const path = `$.apps[${index}].key`
+      const first = seen.get(key)
+      if (first === undefined) seen.set(key, `${file} ${path}`)
+      else
+        problems.push({
+          file,
+          path,
+          message: `app "${key}" is defined twice (first at ${first})`,
+        })
+    })
+  }
+  return problems
+}
+
+/** A JSON object as read, before or without the schema's blessing. */
+type LooseObject = Readonly<Record<string, unknown>>
+
+function asLooseObject(value: unknown): LooseObject | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as LooseObject)
+    : undefined
+}
+
+function asLooseArray(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : []
+}
+
+/** `$.apps` entries, each an object or undefined, whatever else the document gets wrong. */
+export function readLooseApps(document: unknown): (LooseObject | undefined)[] {
+  return asLooseArray(asLooseObject(document)?.apps).map(asLooseObject)
+}
+
+/** Every item of every app, as read, with its JSON path, depth first in document order. */
+function forEachLooseItem(
+  apps: readonly (LooseObject | undefined)[],
+  visit: (
+    item: LooseObject | undefined,
+    itemPath: string,
+    app: LooseObject,
+    appIndex: number,
+  ) => void,
+): void {
+  apps.forEach((app, appIndex) => {
+    if (app === undefined) return
+    const walk = (items: readonly unknown[], path: string) => {
+      items.forEach((value, index) => {
+        const item = asLooseObject(value)
+        const itemPath = `${path}[${index}]`
+        visit(item, itemPath, app, appIndex)
+        walk(asLooseArray(item?.children), `${itemPath}.children`)
+      })
+    }
+    const menus = asLooseObject(app.menus)
+    for (const zone of ZONES)
+      walk(asLooseArray(menus?.[zone]), `$.apps[${appIndex}].menus${formatKey(zone)}`)
+  })
+}
+
+export function findDuplicateItemIds(
+  file: string,
+  apps: readonly (LooseObject | undefined)[],
+): DefinitionProblem[] {
+  const problems: DefinitionProblem[] = []
+  const seenByApp = new Map<LooseObject, Map<string, string>>()
+  forEachLooseItem(apps, (item, itemPath, app, appIndex) => {
+    if (typeof item?.id !== 'string') return
+    const seen = seenByApp.get(app) ?? new Map<string, string>()
+    seenByApp.set(app, seen)
+    const first = seen.get(item.id)
+    if (first === undefined) {
+      seen.set(item.id, `${itemPath}.id`)
+      return
+    }
+    const appName = typeof app.key === 'string' ? `app "${app.key}"` : `$.apps[${appIndex}]`
+    problems.push({
+      file,
+      path: `${itemPath}.id`,
+      message: `item id "${item.id}" is used twice in ${appName} (first at ${first})`,
+    })
+  })
+  return problems
+}
+
+/**
+ * Labels a schema cannot refuse: one in the app's default locale (that
+ * language's label is the item's `label`), and two tags of one language
+ * (tags compare case-insensitively: `de-CH` and `de-ch`).
+ */
+export function findLabelConflicts(
+  file: string,
+  apps: readonly (LooseObject | undefined)[],
+): DefinitionProblem[] {
+  const problems: DefinitionProblem[] = []
+  forEachLooseItem(apps, (item, itemPath, app) => {
+    const labels = asLooseObject(item?.labels)
+    if (labels === undefined) return
+    const defaultLocale = typeof app.defaultLocale === 'string' ? app.defaultLocale : DEFAULT_LOCALE
+    const seen = new Map<string, string>()
+    for (const tag of Object.keys(labels)) {
+      const path = `${itemPath}.labels${formatKey(tag)}`
+      const lowercase = tag.toLowerCase()
+      const first = seen.get(lowercase)
+      if (lowercase === defaultLocale.toLowerCase()) {
+        problems.push({
+          file,
+          path,
+          message: `is the app's default locale (${defaultLocale}): put that label in "label"`,
+        })
+      } else if (first !== undefined) {
+        problems.push({ file, path, message: `names the same language as "${first}"` })
+      }
+      seen.set(lowercase, first ?? tag)
+    }
+  })
+  return problems
+}

@@ -1,0 +1,48 @@
+/**
+ * RFC 4647 lookup (section 3.4) over one app's locales: a range that names no
+ * locale is shortened, subtag by subtag, until one matches (`de-CH-1996`,
+ * `de-CH`, `de`). Everything here works on lowercased tags.
+ */
+
+/** The range and each shorter form of it, longest first: `de-ch-1996`, `de-ch`, `de`. */
+export function truncationsOf(range: string): string[] {
+  const forms: string[] = []
+  let form = range
+  while (form !== '') {
+    forms.push(form)
+    form = shortenRange(form)
+  }
+  return forms
+}
+
+/**
+ * The range without its last subtag, and without a singleton (`x`, `u`)
+ * that would be left dangling at its end.
+ */
+function shortenRange(range: string): string {
+  let end = range.lastIndexOf('-')
+  if (end === -1) return ''
+  if (end >= 2 && range[end - 2] === '-') end -= 2
+  return range.slice(0, end)
+}
+
+/**
+ * The first of the ranges (in preference order) that names one of the app's
+ * locales by lookup, as the app stores it; `*`, no match and no range give
+ * the default.
+ */
+export function lookUpLocale(
+  ranges: readonly string[],
+  /** The app's locales by lowercased tag. */
+  locales: ReadonlyMap<string, string>,
+  defaultLocale: string,
+): string {
+  for (const range of ranges) {
+    if (range === '*') return defaultLocale
+    for (const form of truncationsOf(range)) {
+      const locale = locales.get(form)
+      if (locale !== undefined) return locale
+    }
+  }
+  return defaultLocale
+}
