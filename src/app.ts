@@ -10,6 +10,7 @@ import Fastify, {
 import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
+import { createEventStreams } from './events/event-streams.js'
 import {
   buildHttpProblem,
   PROBLEM_CONTENT_TYPE,
@@ -18,6 +19,7 @@ import {
 } from './http/problem.js'
 import type { Metrics } from './metrics.js'
 import { registerAppsRoutes } from './routes/apps.js'
+import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
 import { registerProbeRoutes } from './routes/probes.js'
@@ -32,6 +34,8 @@ export interface AppDeps {
   readonly snapshots: SnapshotSource
   /** One log line per request (LOG_REQUESTS); errors are logged either way. */
   readonly logRequests: boolean
+  /** Open event streams allowed at once (EVENT_STREAMS_MAX). */
+  readonly eventStreamsMax: number
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
   /** Local mode only: the service's own issuer, served under /local-issuer. */
@@ -39,7 +43,7 @@ export interface AppDeps {
 }
 
 /** The API's paths; any method other than GET and HEAD on them is a 405. */
-const API_PATHS = ['/api/v1/shell/:appKey', '/api/v1/apps']
+const API_PATHS = ['/api/v1/shell/:appKey', '/api/v1/shell/:appKey/events', '/api/v1/apps']
 const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
@@ -107,7 +111,20 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     })
   }
 
+  const streams = createEventStreams({
+    snapshots: deps.snapshots,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    max: deps.eventStreamsMax,
+  })
+  // Streams end before the server closes, so that they never hold up the drain.
+  app.addHook('preClose', (done) => {
+    streams.close()
+    done()
+  })
+
   registerShellRoutes(app, deps)
+  registerEventRoutes(app, { ...deps, streams })
   registerAppsRoutes(app, deps)
   registerProbeRoutes(app, deps)
   registerMetricsRoutes(app, deps)

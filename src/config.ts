@@ -35,6 +35,7 @@ export const CONFIG_VARIABLES = [
   'TOKEN_CACHE_MAX',
   'LOG_LEVEL',
   'LOG_REQUESTS',
+  'EVENT_STREAMS_MAX',
 ] as const
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number]
 
@@ -88,6 +89,8 @@ export interface Config {
   readonly logLevel: LogLevel
   /** One log line per request; off by default because it halves throughput. */
   readonly logRequests: boolean
+  /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
+  readonly eventStreamsMax: number
 }
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -119,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),
     logLevel: readChoice(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logRequests: readBoolean(env, 'LOG_REQUESTS', false),
+    eventStreamsMax: readInt(env, 'EVENT_STREAMS_MAX', 10_000, 0, 1_000_000),
   })
 }
 

@@ -12,6 +12,9 @@ export interface Metrics {
   readonly tokenCache: Counter<'result'>
   readonly feedListening: Gauge
   readonly jwksFetches: Counter<'result'>
+  readonly eventStreams: Gauge
+  readonly eventsSent: Counter<'event'>
+  readonly eventStreamsEnded: Counter<'reason'>
 }
 
 /** The `result` label values of shell_token_verifications_total, as the contract lists them. */
@@ -27,6 +30,10 @@ const TOKEN_VERIFICATION_RESULTS = [
 ] as const
 
 export type TokenVerificationResult = (typeof TOKEN_VERIFICATION_RESULTS)[number]
+
+/** Why an event stream ended, as shell_event_streams_ended_total counts it. */
+const STREAM_END_REASONS = ['client', 'expired', 'gone', 'overflow', 'shutdown'] as const
+export type StreamEndReason = (typeof STREAM_END_REASONS)[number]
 
 /**
  * A registry of its own (not prom-client's global one), so that tests can build
@@ -90,6 +97,23 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['result'],
       registers: [registry],
     }),
+    eventStreams: new Gauge({
+      name: 'shell_event_streams',
+      help: 'Event streams open on this instance.',
+      registers: [registry],
+    }),
+    eventsSent: new Counter({
+      name: 'shell_events_sent_total',
+      help: 'Events sent on event streams, by event.',
+      labelNames: ['event'],
+      registers: [registry],
+    }),
+    eventStreamsEnded: new Counter({
+      name: 'shell_event_streams_ended_total',
+      help: 'Event streams ended, by reason: client, expired (token exp), gone (app deleted), overflow (client not reading), shutdown.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
   }
   // Start every labelled series at zero so dashboards and alerts see them before the first event.
   for (const result of ['success', 'error']) {
@@ -98,6 +122,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   }
   for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
   for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
+  for (const event of ['shell', 'gone']) metrics.eventsSent.inc({ event }, 0)
+  for (const reason of STREAM_END_REASONS) metrics.eventStreamsEnded.inc({ reason }, 0)
+  metrics.eventStreams.set(0)
   metrics.snapshotLoaded.set(0)
   metrics.feedListening.set(0)
   return metrics

@@ -96,6 +96,7 @@ export async function startService(
       verifier,
       snapshots: feed,
       logRequests: config.logRequests,
+      eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })

@@ -19,6 +19,7 @@ export const PROBLEMS = {
   methodNotAllowed: { status: 405, title: 'Method not allowed' },
   notReady: { status: 503, title: 'Not ready' },
   keysUnavailable: { status: 503, title: 'Identity provider unavailable' },
+  streamsFull: { status: 503, title: 'Too many event streams' },
   badRequest: { status: 400, title: 'Bad request' },
   internal: { status: 500, title: 'Internal server error' },
 } as const

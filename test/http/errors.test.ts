@@ -182,7 +182,7 @@ t.test('keys unavailable: 503 with Retry-After, ready all along, recovers', asyn
   t.equal(recovered.status, 200, 'recovers without a restart')
 })
 
-t.test('no snapshot loaded yet: 503 with Retry-After on both endpoints', async (t) => {
+t.test('no snapshot loaded yet: 503 with Retry-After on every API endpoint', async (t) => {
   // Nothing listens on this port: the database cannot be reached, so no snapshot loads.
   const closedPort = await findFreePort()
   const notLoaded = await startTestService(t, {
@@ -196,7 +196,7 @@ t.test('no snapshot loaded yet: 503 with Retry-After on both endpoints', async (
     waitForSnapshot: false,
   })
   const valid = await token({ roles: ['crm-sales'] })
-  for (const path of ['/api/v1/shell/crm', '/api/v1/apps']) {
+  for (const path of ['/api/v1/shell/crm', '/api/v1/shell/crm/events', '/api/v1/apps']) {
     const response = await httpRequest(notLoaded.url, path, bearer(valid))
     const body = expectProblem(t, response, 503)
     t.match(response.headers['retry-after'], /^\d+$/, `${path}: Retry-After`)

@@ -37,8 +37,10 @@ const app = buildApp({
     current: () => undefined,
     notReadyReason: () => 'test',
     snapshotAgeSeconds: () => null,
+    onSwap: () => () => undefined,
   },
   logRequests: false,
+  eventStreamsMax: 10,
   isShuttingDown: () => false,
 })
 app.post('/test-body', { bodyLimit: 1024 }, async (request) => ({ received: request.body }))

@@ -1,0 +1,306 @@
+import type { ServerResponse } from 'node:http'
+import type { Logger } from 'pino'
+import type { VerifiedCaller } from '../auth/verify-token.js'
+import type { Metrics, StreamEndReason } from '../metrics.js'
+import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
+import { createExpiryQueue } from './expiry-queue.js'
+import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
+
+/** A caller's open stream on one app. */
+interface EventStream {
+  readonly response: ServerResponse
+  readonly caller: VerifiedCaller
+  /** Kept to choose the locale again when the app's languages change. */
+  readonly acceptLanguage: string | undefined
+  group: StreamGroup
+  ended: boolean
+}
+
+/**
+ * Streams of one app whose callers see the same variant (same relevant
+ * roles, same locale): one tag comparison serves them all. Any member's
+ * roles stand for the group.
+ */
+interface StreamGroup {
+  readonly appKey: string
+  /** The group's key among its app's groups. */
+  readonly variant: ShellVariant
+  readonly locale: string
+  readonly roles: readonly string[]
+  /** The variant tag of the group's last event (a stream's ETag is this + "." + its user tag). */
+  variantTag: string
+  readonly streams: Set<EventStream>
+}
+
+interface AppStreams {
+  /** The view the groups were formed under; changes are compared against it. */
+  view: AppView
+  groups: Map<ShellVariant, StreamGroup>
+}
+
+export interface OpenStreamRequest {
+  readonly response: ServerResponse
+  /** Headers already set on the reply (CORS, for example), written with the stream's own. */
+  readonly headers: Record<string, string | number | string[] | undefined>
+  readonly appKey: string
+  readonly caller: VerifiedCaller
+  readonly acceptLanguage: string | undefined
+  readonly lastEventId: string | undefined
+}
+
+export interface EventStreams {
+  /** Why a stream cannot open now (shutting down, or the limit reached), else undefined. */
+  refusal(): 'closing' | 'full' | undefined
+  /** Starts the stream on `response`, on the app of the snapshot in service. */
+  open(request: OpenStreamRequest): void
+  /** Ends every stream and refuses new ones: shutdown. */
+  close(): void
+}
+
+/** Seconds a client is told to wait when the instance has no room for another stream. */
+export const STREAMS_FULL_RETRY_AFTER_S = 10
+/**
+ * A comment this often keeps proxies and load balancers (idle timeouts of
+ * 60 s are common) from cutting a quiet stream; the contract asks for 30 s
+ * at most.
+ */
+const KEEP_ALIVE_MS = 15_000
+/**
+ * Changes are sent at once, then at most once per this interval while they
+ * keep coming: a burst of commits gives a few events carrying the latest tag,
+ * not one per commit, and a change still reaches clients well within a second.
+ */
+const MIN_FLUSH_INTERVAL_MS = 250
+/**
+ * Bytes a stream may have waiting to be sent. Its events are a few hundred
+ * bytes; this much waiting means the client stopped reading (or the network
+ * to it is gone), and the stream is ended rather than left to grow.
+ */
+const MAX_UNSENT_BYTES = 64 * 1024
+
+/**
+ * The open event streams of one instance. A reload is compared app by app
+ * with what the streams last saw: only apps whose view changed are looked at,
+ * one variant tag per group of callers, and only streams whose tag changed
+ * are written to. One timer keeps every stream alive, one ends them at their
+ * tokens' `exp`.
+ */
+export function createEventStreams(deps: {
+  readonly snapshots: {
+    current(): Snapshot | undefined
+    onSwap(listener: (snapshot: Snapshot) => void): () => void
+  }
+  readonly metrics: Metrics
+  readonly logger: Logger
+  readonly max: number
+}): EventStreams {
+  const { snapshots, metrics, logger, max } = deps
+  const apps = new Map<string, AppStreams>()
+  let openCount = 0
+  let closing = false
+  let keepAliveTimer: NodeJS.Timeout | undefined
+  let flushTimer: NodeJS.Timeout | undefined
+  let lastFlushAtMs = 0
+  const expiries = createExpiryQueue<EventStream>({
+    expire: (stream) => endStream(stream, 'expired'),
+    isDone: (stream) => stream.ended,
+  })
+  const unsubscribe = snapshots.onSwap(() => scheduleFlush())
+
+  function scheduleFlush(): void {
+    if (closing || flushTimer !== undefined || apps.size === 0) return
+    // At once (after the reload that called us has finished), or when the interval allows.
+    const waitMs = Math.max(0, lastFlushAtMs + MIN_FLUSH_INTERVAL_MS - Date.now())
+    flushTimer = setTimeout(flush, waitMs)
+  }
+
+  function flush(): void {
+    flushTimer = undefined
+    lastFlushAtMs = Date.now()
+    const snapshot = snapshots.current()
+    if (snapshot === undefined) return
+    for (const [appKey, entry] of apps) syncApp(appKey, entry, snapshot)
+  }
+
+  function write(stream: EventStream, text: string): void {
+    if (stream.ended) return
+    stream.response.write(text)
+    if (stream.response.writableLength > MAX_UNSENT_BYTES) {
+      logger.warn(
+        { unsentBytes: stream.response.writableLength, app: stream.group.appKey },
+        'event stream ended: the client does not read',
+      )
+      endStream(stream, 'overflow')
+      stream.response.destroy()
+    }
+  }
+
+  function sendShell(stream: EventStream, variantTag: string): void {
+    write(stream, formatShellEvent(`${variantTag}.${stream.caller.userTag}`))
+    metrics.eventsSent.inc({ event: 'shell' })
+  }
+
+  /** Ends the stream once, whatever ended it first. */
+  function endStream(stream: EventStream, reason: StreamEndReason): void {
+    if (stream.ended) return
+    stream.ended = true
+    openCount -= 1
+    metrics.eventStreams.set(openCount)
+    metrics.eventStreamsEnded.inc({ reason })
+    if (reason !== 'client' && reason !== 'overflow') stream.response.end()
+    if (openCount === 0) {
+      clearInterval(keepAliveTimer)
+      keepAliveTimer = undefined
+    }
+  }
+
+  function leaveGroup(stream: EventStream): void {
+    const { group } = stream
+    group.streams.delete(stream)
+    if (group.streams.size > 0) return
+    const entry = apps.get(group.appKey)
+    // A regrouped app has new groups; this one is no longer in its map.
+    if (entry?.groups.get(group.variant) !== group) return
+    entry.groups.delete(group.variant)
+    if (entry.groups.size === 0) apps.delete(group.appKey)
+  }
+
+  function groupFor(
+    entry: AppStreams,
+    appKey: string,
+    variant: ShellVariant,
+    locale: string,
+    roles: readonly string[],
+  ): StreamGroup {
+    let group = entry.groups.get(variant)
+    if (group === undefined) {
+      group = { appKey, variant, locale, roles, variantTag: variant.tag, streams: new Set() }
+      entry.groups.set(variant, group)
+    }
+    return group
+  }
+
+  /** Brings one app's streams to its view in `snapshot`: events where tags moved, `gone` if deleted. */
+  function syncApp(appKey: string, entry: AppStreams, snapshot: Snapshot): void {
+    const view = snapshot.app(appKey)
+    if (view === entry.view) return
+    const previousGroups = [...entry.groups.values()]
+    if (view === undefined) {
+      apps.delete(appKey)
+      const gone = formatGoneEvent(appKey)
+      for (const group of previousGroups) {
+        for (const stream of group.streams) {
+          write(stream, gone)
+          metrics.eventsSent.inc({ event: 'gone' })
+          endStream(stream, 'gone')
+        }
+      }
+      return
+    }
+    const languagesChanged = !haveSameItems(entry.view.locales, view.locales)
+    const rolesChanged = !haveSameItems(
+      [...entry.view.grantedRoles].sort(),
+      [...view.grantedRoles].sort(),
+    )
+    entry.view = view
+    entry.groups = new Map()
+    for (const group of previousGroups) {
+      if (languagesChanged || rolesChanged) {
+        // Callers who shared a variant may not any more: each stream finds its group again.
+        for (const stream of group.streams) {
+          const locale = languagesChanged ? view.localeFor(stream.acceptLanguage) : group.locale
+          const variant = view.variant(stream.caller.roles, locale)
+          stream.group = groupFor(entry, appKey, variant, locale, stream.caller.roles)
+          stream.group.streams.add(stream)
+          if (variant.tag !== group.variantTag) sendShell(stream, variant.tag)
+        }
+        continue
+      }
+      const variant = view.variant(group.roles, group.locale)
+      const next = groupFor(entry, appKey, variant, group.locale, group.roles)
+      for (const stream of group.streams) {
+        if (variant.tag !== group.variantTag) sendShell(stream, variant.tag)
+        stream.group = next
+        next.streams.add(stream)
+      }
+    }
+  }
+
+  return {
+    refusal() {
+      return closing ? 'closing' : openCount >= max ? 'full' : undefined
+    },
+
+    open(request) {
+      const { appKey, response, caller } = request
+      const snapshot = snapshots.current()
+      const view = snapshot?.app(appKey)
+      // The route checked both a moment ago, in the same turn of the event loop.
+      if (snapshot === undefined || view === undefined) throw new Error(`no app "${appKey}"`)
+      // Changes not yet sent to this app's streams go first, so the new stream joins them in step.
+      const existing = apps.get(appKey)
+      if (existing !== undefined) syncApp(appKey, existing, snapshot)
+      const entry = apps.get(appKey) ?? { view, groups: new Map<ShellVariant, StreamGroup>() }
+      apps.set(appKey, entry)
+
+      const locale = view.localeFor(request.acceptLanguage)
+      const variant = view.variant(caller.roles, locale)
+      const group = groupFor(entry, appKey, variant, locale, caller.roles)
+      const stream: EventStream = {
+        response,
+        caller,
+        acceptLanguage: request.acceptLanguage,
+        group,
+        ended: false,
+      }
+      group.streams.add(stream)
+      openCount += 1
+      metrics.eventStreams.set(openCount)
+
+      response.on('close', () => {
+        endStream(stream, 'client')
+        leaveGroup(stream)
+      })
+      // A reset or a write after the client left surfaces here, never as an unhandled error.
+      response.on('error', () => undefined)
+      // The stream outlives any idle timeout a socket may carry.
+      response.socket?.setTimeout(0)
+      response.writeHead(200, {
+        ...request.headers,
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'content-language': locale,
+        // nginx and its kin buffer responses unless told not to; an event must not wait.
+        'x-accel-buffering': 'no',
+      })
+      // A reconnect that already holds the current tag gets no first event; the comment
+      // flushes the headers so the client sees the stream open.
+      if (request.lastEventId === `${variant.tag}.${caller.userTag}`)
+        write(stream, KEEP_ALIVE_COMMENT)
+      else sendShell(stream, variant.tag)
+      expiries.add(stream, caller.expiresAtMs)
+      keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
+    },
+
+    close() {
+      closing = true
+      unsubscribe()
+      clearTimeout(flushTimer)
+      expiries.clear()
+      for (const entry of apps.values())
+        for (const group of entry.groups.values())
+          for (const stream of group.streams) endStream(stream, 'shutdown')
+      apps.clear()
+    },
+  }
+
+  function sendKeepAlives(): void {
+    for (const entry of apps.values())
+      for (const group of entry.groups.values())
+        for (const stream of group.streams) write(stream, KEEP_ALIVE_COMMENT)
+  }
+}
+
+function haveSameItems(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((item, index) => item === b[index])
+}
