@@ -219,6 +219,7 @@ t.test('a client that goes away mid-stream harms nothing', async (t) => {
   const after = await openStream(sales)
   const settled = tagOf(await shellETag(sales))
   await waitUntil(() => after.events.at(-1)?.id === settled, 'the stream to hold the tag')
+  t.equal(after.status, 200, 'the service still streams after a client left')
   after.close()
 })
 
