@@ -5,16 +5,11 @@
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import type { LoadJob } from './load-generator.js'
 
 /** The part of autocannon's API used here; the package ships no types. */
 type Autocannon = (
-  options: {
-    url: string
-    connections: number
-    duration: number
-    timeout: number
-    requests: { method: 'GET'; path: string; setupRequest(request: Request): Request }[]
-  },
+  options: object,
   done: (error: Error | null, result: { errors: number; timeouts: number }) => void,
 ) => {
   on(
@@ -23,13 +18,9 @@ type Autocannon = (
   ): void
   stop(): void
 }
-type Request = { headers: Record<string, string> }
 
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
-const job = JSON.parse(process.argv[2] ?? '{}') as {
-  url: string
-  tokens: { path: string; next: number }
-  headers?: Record<string, string>
+const job = JSON.parse(process.argv[2] ?? '{}') as LoadJob & {
   connections: number
   durationS: number
 }
@@ -55,7 +46,7 @@ const instance = autocannon(
       {
         method: 'GET',
         path: url.pathname,
-        setupRequest(request) {
+        setupRequest(request: { headers: Record<string, string> }) {
           const [token, etag] = lines[cursor % lines.length] ?? []
           cursor += 1
           Object.assign(request.headers, job.headers, { authorization: `Bearer ${token}` })

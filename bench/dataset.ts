@@ -13,12 +13,6 @@ export const generatedAppKey = (index: number) => `app-${String(index + 1).padSt
 /** A sidebar item of every generated app with no grant: the refresh scenario relabels it. */
 export const ALWAYS_VISIBLE_ITEM = 'home'
 
-export interface DatasetSummary {
-  readonly apps: number
-  readonly menuItems: number
-  readonly grants: number
-}
-
 /** mulberry32: a small seeded PRNG, so every run generates the same data. */
 export function createRandom(seed: number): () => number {
   let state = seed >>> 0
@@ -81,30 +75,24 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
     itemKey: string,
     label: string,
     href: string | null,
-    options: {
-      parentKey?: string
-      kind?: ItemSpec['kind']
-      external?: boolean
-      grantable?: boolean
-    } = {},
+    { grantable = true, ...options }: Partial<ItemSpec> & { grantable?: boolean } = {},
   ) => {
     const parentKey = options.parentKey ?? null
     const siblings = items.filter((item) => item.zone === zone && item.parentKey === parentKey)
-    const granted = (options.grantable ?? true) && random() >= 0.45
+    const roleCount = grantable && random() >= 0.45 ? 1 + Math.floor(random() * 3) : 0
     items.push({
       appKey,
-      itemKey,
       zone,
+      itemKey,
+      label,
+      href,
+      kind: 'link',
+      external: false,
+      ...options,
       parentKey,
       position: 10 * siblings.length,
-      kind: options.kind ?? 'link',
-      label,
       icon: `icon-${itemKey.replace(/[^a-z0-9]/g, '-')}`,
-      href,
-      external: options.external ?? false,
-      roles: granted
-        ? pickDistinct(random, 1 + Math.floor(random() * 3), GRANT_ROLE_COUNT).map(grantRole)
-        : [],
+      roles: pickDistinct(random, roleCount, GRANT_ROLE_COUNT).map(grantRole),
     })
   }
 
@@ -147,7 +135,7 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
 export async function insertGeneratedApps(
   databaseUrl: string,
   options: { apps: number; seed?: number },
-): Promise<DatasetSummary> {
+) {
   const random = createRandom(options.seed ?? 20_240_601)
   const appKeys = Array.from({ length: options.apps }, (_, index) => generatedAppKey(index))
   const items = appKeys.flatMap((appKey) => generateAppItems(appKey, random))

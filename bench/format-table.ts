@@ -1,48 +1,45 @@
 import type { Row } from './scenario.js'
 
-const COLUMNS: readonly [string, (row: Row) => string][] = [
-  ['scenario', (row) => row.scenario],
-  [
-    'req/s',
-    (row) =>
-      formatNumber(row.requestsPerSecond, (value) => Math.round(value).toLocaleString('en-US')),
-  ],
-  ['p50 ms', (row) => formatNumber(row.p50Ms, formatMs)],
-  ['p99 ms', (row) => formatNumber(row.p99Ms, formatMs)],
-  ['CPU µs/resp', (row) => formatNumber(row.cpuUsPerResponse, (value) => value.toFixed(1))],
-  ['ratio/value', (row) => row.value ?? ''],
-  ['target', (row) => row.target ?? ''],
-  ['result', (row) => row.result ?? ''],
+const HEADERS = [
+  'scenario',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'CPU µs/resp',
+  'ratio/value',
+  'target',
+  'result',
 ]
 
 /** The rows as aligned plain text, which also reads well in a Markdown code block. */
 export function formatTable(rows: readonly Row[]): string {
-  const lines = [
-    COLUMNS.map(([title]) => title),
-    ...rows.map((row) => COLUMNS.map(([, cell]) => cell(row))),
-  ]
-  const widths = COLUMNS.map((_, column) =>
-    Math.max(...lines.map((line) => (line[column] ?? '').length)),
+  const lines = rows.map((row) => [
+    row.scenario,
+    row.requestsPerSecond === undefined
+      ? ''
+      : Math.round(row.requestsPerSecond).toLocaleString('en-US'),
+    formatMs(row.p50Ms),
+    formatMs(row.p99Ms),
+    row.cpuUsPerResponse?.toFixed(1) ?? '',
+    row.value ?? '',
+    row.target ?? '',
+    row.result ?? '',
+  ])
+  const widths = HEADERS.map((header, column) =>
+    Math.max(header.length, ...lines.map((line) => line[column]?.length ?? 0)),
   )
   const render = (line: readonly string[]) =>
     line
-      .map((cell, column) =>
-        column === 0 ? cell.padEnd(widths[0] ?? 0) : cell.padStart(widths[column] ?? 0),
-      )
+      .map((cell, column) => {
+        const width = widths[column] ?? 0
+        return column === 0 ? cell.padEnd(width) : cell.padStart(width)
+      })
       .join('  ')
       .trimEnd()
-  const [header = [], ...body] = lines
-  return [
-    render(header),
-    render(widths.map((width) => '-'.repeat(width))),
-    ...body.map(render),
-  ].join('\n')
+  return [HEADERS, widths.map((width) => '-'.repeat(width)), ...lines].map(render).join('\n')
 }
 
-function formatNumber(value: number | undefined, format: (value: number) => string): string {
-  return value === undefined || Number.isNaN(value) ? '' : format(value)
-}
-
-function formatMs(ms: number): string {
+function formatMs(ms: number | undefined): string {
+  if (ms === undefined) return ''
   return ms < 10 ? ms.toFixed(2) : ms.toFixed(1)
 }

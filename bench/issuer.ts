@@ -1,21 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { exportJWK, generateKeyPair, type JSONWebKeySet, SignJWT } from 'jose'
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import { createRandom, GRANT_ROLE_COUNT, grantRole, pickDistinct } from './dataset.js'
-
-/**
- * A Keycloak-shaped realm over node:http: discovery and JWKS as the service
- * fetches them in production, and an RS256 key (Keycloak's default).
- */
-export interface BenchIssuer {
-  readonly issuer: string
-  /** The public key set as served; the bare verify route gets the same one. */
-  readonly jwks: JSONWebKeySet
-  /** One token per user, 64 signatures in flight (WebCrypto signs on the libuv pool: both cores). */
-  mintTokens(users: readonly BenchUser[], lifetimeS: number): Promise<string[]>
-  close(): Promise<void>
-}
 
 export interface BenchUser {
   readonly index: number
@@ -32,7 +19,11 @@ const CRM_ROLES: readonly [string, number][] = [
   ['crm-admin', 0.05],
 ]
 
-export async function startBenchIssuer(audience: string): Promise<BenchIssuer> {
+/**
+ * A Keycloak-shaped realm over node:http: discovery and JWKS as the service
+ * fetches them in production, and an RS256 key (Keycloak's default).
+ */
+export async function startBenchIssuer(audience: string) {
   const { privateKey, publicKey } = await generateKeyPair('RS256')
   const kid = `bench-${randomUUID().slice(0, 8)}`
   const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] }
@@ -61,8 +52,10 @@ export async function startBenchIssuer(audience: string): Promise<BenchIssuer> {
 
   return {
     issuer,
+    /** The public key set as served; the bare verify route gets the same one. */
     jwks,
-    async mintTokens(users, lifetimeS) {
+    /** One token per user, 64 signatures in flight (WebCrypto signs on the libuv pool: both cores). */
+    async mintTokens(users: readonly BenchUser[], lifetimeS: number) {
       const tokens: string[] = new Array(users.length)
       let next = 0
       const worker = async () => {
@@ -75,7 +68,7 @@ export async function startBenchIssuer(audience: string): Promise<BenchIssuer> {
     },
     close() {
       server.closeAllConnections()
-      return new Promise((resolve) => server.close(() => resolve()))
+      return new Promise<void>((resolve) => server.close(() => resolve()))
     },
   }
 }

@@ -25,15 +25,7 @@ export interface LoadResult {
   readonly errors: number
 }
 
-export interface LoadGenerator {
-  /** Which generator, how it runs, and what that means for the figures. */
-  readonly description: string
-  run(job: LoadJob, durationS: number): Promise<LoadResult>
-  /** Load until `stop()`, which resolves with the figures (and may be called again). */
-  start(job: LoadJob): { stop(): Promise<LoadResult> }
-  /** Ends any leg still running (failure, Ctrl-C). */
-  close(): void
-}
+export type LoadGenerator = ReturnType<typeof createLoadGenerator>
 
 /** The line both generators print last (rotate-tokens.lua, autocannon-leg.ts); times in µs. */
 type ResultLine = Record<
@@ -51,10 +43,7 @@ const UNTIL_STOPPED_S = 3_600
  * core to the server. autocannon otherwise, in a process of its own so that
  * the benchmark's event loop (the refresh poller) stays free.
  */
-export function createLoadGenerator(
-  requested: 'wrk' | 'autocannon' | null,
-  connections: number,
-): LoadGenerator {
+export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, connections: number) {
   // `wrk -v` prints the version and exits with 1; spawning fails when wrk is not on PATH.
   const version = spawnSync('wrk', ['-v'], { encoding: 'utf8' })
   const wrk = version.error ? null : (/^wrk \S+/.exec(version.stdout)?.[0] ?? 'wrk')
@@ -115,11 +104,14 @@ export function createLoadGenerator(
   }
 
   return {
+    /** Which generator, how it runs, and what that means for the figures. */
     description: useWrk
       ? `${wrk}, 1 thread, ${connections} connections`
       : `autocannon, ${connections} connections (${wrk === null ? 'wrk is not on PATH' : 'BENCH_GENERATOR=autocannon'}; a JavaScript generator shares the two cores with the service and flatters ratios)`,
-    run: (job, durationS) => launch(job, durationS).result,
-    start: (job) => ({ stop: launch(job, UNTIL_STOPPED_S).stop }),
+    run: (job: LoadJob, durationS: number) => launch(job, durationS).result,
+    /** Load until `stop()`, which resolves with the figures (and may be called again). */
+    start: (job: LoadJob) => ({ stop: launch(job, UNTIL_STOPPED_S).stop }),
+    /** Ends any leg still running (failure, Ctrl-C). */
     close() {
       for (const child of running) child.kill('SIGKILL')
     },
