@@ -1,20 +1,7 @@
 import { readFile } from 'node:fs/promises'
-import type { LoadGenerator, LoadResult, TokenPool } from './load-generator.js'
-import type { NodeProcess } from './node-process.js'
-import { passOrMiss, type ScenarioResult } from './scenario.js'
+import type { LoadGenerator, LoadResult } from './load-generator.js'
+import { passOrMiss, type ScenarioResult, type Side } from './scenario.js'
 import type { BenchSettings } from './settings.js'
-
-export interface Side {
-  /** The row's title. */
-  readonly label: string
-  /** The process answering, whose CPU time is read around each leg. */
-  readonly server: NodeProcess
-  readonly path: string
-  readonly tokens: TokenPool
-  readonly headers?: Readonly<Record<string, string>>
-  /** Runs before each of this side's legs; what it returns runs after the leg. */
-  readonly prepare?: () => Promise<() => Promise<void>>
-}
 
 type Leg = LoadResult & { readonly cpuUsPerResponse: number }
 

@@ -129,7 +129,7 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
 /**
  * Inserts `apps` generated apps in one transaction of a set-based statement
  * per table, the rows sent as one JSON document each (the import CLI would
- * take a transaction per app). Labels in other locales
+ * take a transaction per app). Labels in other locales (menu_item_labels)
  * would come in as one more statement of the same shape.
  */
 export async function insertGeneratedApps(

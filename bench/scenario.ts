@@ -1,6 +1,6 @@
-import type { Side } from './compare-legs.js'
 import type { BenchEnvironment } from './environment.js'
-import type { LoadGenerator } from './load-generator.js'
+import type { LoadGenerator, TokenPool } from './load-generator.js'
+import type { NodeProcess } from './node-process.js'
 import type { BenchSettings } from './settings.js'
 
 /** One line of the results table; empty cells are left out. */
@@ -21,6 +21,19 @@ export interface ScenarioResult {
   readonly rows: readonly Row[]
   /** Printed under the table: what a reader needs to trust the rows. */
   readonly notes: readonly string[]
+}
+
+/** One side of an A-B comparison (compare-legs.ts). */
+export interface Side {
+  /** The row's title. */
+  readonly label: string
+  /** The process answering, whose CPU time is read around each leg. */
+  readonly server: NodeProcess
+  readonly path: string
+  readonly tokens: TokenPool
+  readonly headers?: Readonly<Record<string, string>>
+  /** Runs before each of this side's legs; what it returns runs after the leg. */
+  readonly prepare?: () => Promise<() => Promise<void>>
 }
 
 export interface ScenarioContext {
