@@ -1,11 +1,11 @@
 /**
- * The baseline: bare fastify sending the very bytes and headers the service
- * sent for one real request, with no authentication and no lookup, so the
- * ratio to it is what the service's own work costs. A second route runs
- * only jose's `jwtVerify` on the Bearer token against the realm's key set
- * held locally: the floor for a request with a token never seen before.
+ * The bare route: fastify sending the bytes and headers the service sent for
+ * one real request, with no authentication and no lookup, so the ratio to it
+ * is what the service's own work costs. `/verify-only/:appKey` runs jose's
+ * `jwtVerify` on the Bearer token against the realm's key set held locally
+ * and nothing else: the floor for a token never seen before.
  *
- * `node --import tsx bench/baseline-server.ts CONFIG.json`, port from PORT.
+ * `node --import tsx bench/baseline-server.ts RESPONSES.json`, port from PORT.
  */
 import { readFile } from 'node:fs/promises'
 import Fastify from 'fastify'
@@ -14,7 +14,7 @@ import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose'
 export interface RecordedResponse {
   /** Base64 of the body bytes. */
   readonly body: string
-  /** The service's own headers, less those fastify sets itself (length, date, connection). */
+  /** The service's headers, less those fastify sets itself (length, date, connection). */
   readonly headers: Record<string, string>
 }
 
@@ -28,9 +28,7 @@ export interface BaselineConfig {
   }
 }
 
-const configFile = process.argv[2]
-if (configFile === undefined) throw new Error('usage: baseline-server.ts CONFIG.json')
-const config = JSON.parse(await readFile(configFile, 'utf8')) as BaselineConfig
+const config = JSON.parse(await readFile(process.argv[2] ?? '', 'utf8')) as BaselineConfig
 const shellBody = Buffer.from(config.shell.body, 'base64')
 const appsBody = Buffer.from(config.apps.body, 'base64')
 const keySet = createLocalJWKSet(config.verify.jwks)
@@ -41,17 +39,13 @@ const verifyOptions = {
 }
 
 const app = Fastify({ logger: false })
-
 app.get('/readyz', async () => ({ status: 'ready' }))
-
 app.get('/api/v1/shell/:appKey', (_request, reply) => {
   reply.headers(config.shell.headers).send(shellBody)
 })
-
 app.get('/api/v1/apps', (_request, reply) => {
   reply.headers(config.apps.headers).send(appsBody)
 })
-
 app.get('/verify-only/:appKey', async (request, reply) => {
   const token = request.headers.authorization?.slice('Bearer '.length) ?? ''
   try {
@@ -63,24 +57,9 @@ app.get('/verify-only/:appKey', async (request, reply) => {
     return reply.code(401).send()
   }
 })
-
-// Investigation only (BENCH_ONLY=new-token-body): the same verification, then the shell bytes,
-// to tell the cost of sending a 5 KiB body from the service's own overhead.
-app.get('/verify-then-shell/:appKey', async (request, reply) => {
-  const token = request.headers.authorization?.slice('Bearer '.length) ?? ''
-  try {
-    await jwtVerify(token, keySet, verifyOptions)
-    return reply.headers(config.shell.headers).send(shellBody)
-  } catch {
-    return reply.code(401).send()
-  }
-})
-
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => {
-    // An orderly exit, so that --cpu-prof writes its profile.
-    void app.close().then(() => process.exit(0))
-  })
+  // An orderly exit, so that --cpu-prof writes its profile.
+  process.once(signal, () => void app.close().then(() => process.exit(0)))
 }

@@ -8,23 +8,10 @@ import { readDefinitionFiles } from '../src/definitions/read-definition-files.js
 /** Realm roles that menu items are granted to: `role-01` … `role-20`. */
 export const GRANT_ROLE_COUNT = 20
 export const grantRole = (index: number) => `role-${String(index + 1).padStart(2, '0')}`
-
 /** A generated app's key: `app-0001` … `app-1000`. */
 export const generatedAppKey = (index: number) => `app-${String(index + 1).padStart(4, '0')}`
-
-/**
- * A sidebar root of every generated app with no grant, so every caller sees
- * it: the refresh scenario relabels it and waits for the caller's ETag to move.
- */
+/** A sidebar item of every generated app with no grant: the refresh scenario relabels it. */
 export const ALWAYS_VISIBLE_ITEM = 'home'
-
-export interface DatasetSummary {
-  readonly apps: number
-  readonly menuItems: number
-  readonly grants: number
-  readonly nestedItems: number
-  readonly insertMs: number
-}
 
 /** mulberry32: a small seeded PRNG, so every run generates the same data. */
 export function createRandom(seed: number): () => number {
@@ -45,15 +32,10 @@ export function pickDistinct(random: () => number, count: number, limit: number)
   return [...picked].sort((a, b) => a - b)
 }
 
-/** Creates `name` (dropping an old one), applies `sql/` and imports `seeds/crm.json`. */
-export async function createSeededDatabase(
-  adminUrl: string,
-  databaseUrl: string,
-  name: string,
-): Promise<void> {
+/** Creates `name`, applies `sql/` and imports `seeds/crm.json`. */
+export async function createSeededDatabase(adminUrl: string, databaseUrl: string, name: string) {
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
   try {
-    await admin.unsafe(`drop database if exists "${name}" with (force)`)
     await admin.unsafe(`create database "${name}"`)
   } finally {
     await admin.end()
@@ -75,225 +57,126 @@ interface ItemSpec {
   readonly position: number
   readonly kind: 'link' | 'search' | 'action'
   readonly label: string
-  readonly icon: string | null
+  readonly icon: string
   readonly href: string | null
   readonly external: boolean
   readonly roles: readonly string[]
 }
 
 /**
- * The items of one generated app, 50 in all: topbar 3, sidebar 37 (two plain
- * links and seven groups of four children; four of the groups have no href,
- * so they vanish when none of their children is visible), footer 3, user
- * menu 7. About half the items carry one to three of the 20 roles, so a
- * caller's role set decides what is shown.
+ * The 50 items of one generated app: topbar 3, sidebar 37 (two links and
+ * seven groups of four), footer 3, user menu 7. About half the items carry
+ * one to three of the 20 roles, so a caller's role set decides what is shown.
  */
 export function generateAppItems(appKey: string, random: () => number): ItemSpec[] {
   const items: ItemSpec[] = []
-  const grants = (grantable: boolean): string[] => {
-    if (!grantable || random() < 0.45) return []
-    return pickDistinct(random, 1 + Math.floor(random() * 3), GRANT_ROLE_COUNT).map(grantRole)
-  }
   const add = (
-    spec: Omit<ItemSpec, 'appKey' | 'roles' | 'external' | 'kind' | 'icon'> & {
-      kind?: ItemSpec['kind']
-      external?: boolean
-      grantable?: boolean
-    },
+    zone: ItemSpec['zone'],
+    itemKey: string,
+    label: string,
+    href: string | null,
+    { grantable = true, ...options }: Partial<ItemSpec> & { grantable?: boolean } = {},
   ) => {
-    const { grantable = true, ...rest } = spec
+    const parentKey = options.parentKey ?? null
+    const siblings = items.filter((item) => item.zone === zone && item.parentKey === parentKey)
+    const roleCount = grantable && random() >= 0.45 ? 1 + Math.floor(random() * 3) : 0
     items.push({
       appKey,
+      zone,
+      itemKey,
+      label,
+      href,
       kind: 'link',
       external: false,
-      icon: `icon-${spec.itemKey.replace(/[^a-z0-9]/g, '-')}`,
-      ...rest,
-      roles: grants(grantable),
+      ...options,
+      parentKey,
+      position: 10 * siblings.length,
+      icon: `icon-${itemKey.replace(/[^a-z0-9]/g, '-')}`,
+      roles: pickDistinct(random, roleCount, GRANT_ROLE_COUNT).map(grantRole),
     })
   }
 
-  add({
-    itemKey: 'search',
-    zone: 'topbar',
-    parentKey: null,
-    position: 0,
-    kind: 'search',
-    label: 'Search',
-    href: `/${appKey}/search`,
-    grantable: false,
-  })
-  add({
-    itemKey: 'notifications',
-    zone: 'topbar',
-    parentKey: null,
-    position: 10,
-    label: 'Notifications',
-    href: `/${appKey}/notifications`,
-  })
-  add({
-    itemKey: 'create',
-    zone: 'topbar',
-    parentKey: null,
-    position: 20,
-    kind: 'action',
-    label: 'Create',
-    href: `/${appKey}/new`,
-  })
-
-  add({
-    itemKey: ALWAYS_VISIBLE_ITEM,
-    zone: 'sidebar',
-    parentKey: null,
-    position: 0,
-    label: 'Home',
-    href: `/${appKey}`,
-    grantable: false,
-  })
-  add({
-    itemKey: 'overview',
-    zone: 'sidebar',
-    parentKey: null,
-    position: 10,
-    label: 'Overview',
-    href: `/${appKey}/overview`,
-  })
+  add('topbar', 'search', 'Search', `/${appKey}/search`, { kind: 'search', grantable: false })
+  add('topbar', 'notifications', 'Notifications', `/${appKey}/notifications`)
+  add('topbar', 'create', 'Create', `/${appKey}/new`, { kind: 'action' })
+  add('sidebar', ALWAYS_VISIBLE_ITEM, 'Home', `/${appKey}`, { grantable: false })
+  add('sidebar', 'overview', 'Overview', `/${appKey}/overview`)
   for (let group = 0; group < 7; group += 1) {
-    const groupKey = `group-${group}`
+    // Four groups have no page of their own, so they vanish when none of their children shows.
     const isPureGrouping = group < 4
-    add({
-      itemKey: groupKey,
-      zone: 'sidebar',
-      parentKey: null,
-      position: 20 + group * 10,
-      label: `Section ${group + 1}`,
-      href: isPureGrouping ? null : `/${appKey}/section-${group}`,
-      grantable: !isPureGrouping,
-    })
+    const groupKey = `group-${group}`
+    const href = isPureGrouping ? null : `/${appKey}/section-${group}`
+    add('sidebar', groupKey, `Section ${group + 1}`, href, { grantable: !isPureGrouping })
     for (let child = 0; child < 4; child += 1) {
-      add({
-        itemKey: `${groupKey}.item-${child}`,
-        zone: 'sidebar',
+      const page = `/${appKey}/section-${group}/page-${child}`
+      add('sidebar', `${groupKey}.item-${child}`, `Page ${group + 1}.${child + 1}`, page, {
         parentKey: groupKey,
-        position: child * 10,
-        label: `Page ${group + 1}.${child + 1}`,
-        href: `/${appKey}/section-${group}/page-${child}`,
       })
     }
   }
-
-  const footer = ['docs', 'status', 'privacy']
-  footer.forEach((itemKey, index) => {
-    add({
-      itemKey,
-      zone: 'footer',
-      parentKey: null,
-      position: index * 10,
-      label: itemKey[0]?.toUpperCase() + itemKey.slice(1),
-      href: itemKey === 'docs' ? `https://docs.example.com/${appKey}` : `/${appKey}/${itemKey}`,
-      external: itemKey === 'docs',
-      grantable: itemKey !== 'privacy',
+  add('footer', 'docs', 'Docs', `https://docs.example.com/${appKey}`, { external: true })
+  add('footer', 'status', 'Status', `/${appKey}/status`)
+  add('footer', 'privacy', 'Privacy', `/${appKey}/privacy`, { grantable: false })
+  for (const itemKey of ['profile', 'settings', 'preferences', 'alerts', 'api-keys', 'support']) {
+    add('user-menu', itemKey, itemKey.replace('-', ' '), `/${appKey}/me/${itemKey}`, {
+      grantable: itemKey !== 'profile',
     })
-  })
-
-  const userMenu = ['profile', 'settings', 'preferences', 'alerts', 'api-keys', 'support', 'logout']
-  userMenu.forEach((itemKey, index) => {
-    add({
-      itemKey,
-      zone: 'user-menu',
-      parentKey: null,
-      position: index * 10,
-      kind: itemKey === 'logout' ? 'action' : 'link',
-      label: itemKey.replace('-', ' '),
-      href: itemKey === 'logout' ? '/logout' : `/${appKey}/me/${itemKey}`,
-      grantable: itemKey !== 'logout' && itemKey !== 'profile',
-    })
-  })
+  }
+  add('user-menu', 'logout', 'Log out', '/logout', { kind: 'action', grantable: false })
   return items
 }
 
 /**
- * Inserts `appCount` generated apps in one transaction of five set-based
- * statements (arrays unnested server-side): apps, branding, root items,
- * child items joined to their parents by item key, grants joined to their
- * items. The import CLI would take one transaction per app.
+ * Inserts `apps` generated apps in one transaction of a set-based statement
+ * per table, the rows sent as one JSON document each (the import CLI would
+ * take a transaction per app). Labels in other locales (menu_item_labels)
+ * would come in as one more statement of the same shape.
  */
 export async function insertGeneratedApps(
   databaseUrl: string,
-  appCount: number,
-  seed = 20_240_601,
-): Promise<DatasetSummary> {
-  const random = createRandom(seed)
-  const appKeys: string[] = []
-  const items: ItemSpec[] = []
-  for (let index = 0; index < appCount; index += 1) {
-    const appKey = generatedAppKey(index)
-    appKeys.push(appKey)
-    items.push(...generateAppItems(appKey, random))
-  }
-  const roots = items.filter((item) => item.parentKey === null)
-  const children = items.filter((item) => item.parentKey !== null)
-  const grants = items.flatMap((item) =>
-    item.roles.map((role) => ({ appKey: item.appKey, itemKey: item.itemKey, role })),
-  )
-
+  options: { apps: number; seed?: number },
+) {
+  const random = createRandom(options.seed ?? 20_240_601)
+  const appKeys = Array.from({ length: options.apps }, (_, index) => generatedAppKey(index))
+  const items = appKeys.flatMap((appKey) => generateAppItems(appKey, random))
   const sql = connectDatabase(databaseUrl, { max: 1, applicationName: 'shell-data-bench' })
-  const startedAt = performance.now()
   try {
     await sql.begin(async (tx) => {
-      const text = (values: readonly (string | null)[]) => tx.array(values as string[])
       await tx`
         insert into shell.apps (app_key, name, description, home_url)
-        select * from unnest(
-          ${text(appKeys)}::text[],
-          ${text(appKeys.map((key) => `Application ${key.slice(4)}`))}::text[],
-          ${text(appKeys.map((key) => `Generated application ${key} for the benchmark.`))}::text[],
-          ${text(appKeys.map((key) => `/${key}`))}::text[])`
+        select k, 'Application ' || substr(k, 5), 'Generated application ' || k, '/' || k
+        from unnest(${tx.array(appKeys)}::text[]) as k`
       await tx`
         insert into shell.branding (app_key, product_name, logo_url, primary_color, footer_text, theme)
         select k, 'Acme ' || k, '/' || k || '/logo.svg', '#0b5fff', k || ' · internal use only',
                '{"density":"compact","radius":"4px"}'::jsonb
-        from unnest(${text(appKeys)}::text[]) as k`
+        from unnest(${tx.array(appKeys)}::text[]) as k`
       // Roots first, then children, which find their parent's id by item key.
-      for (const batch of [roots, children]) {
-        const column = (pick: (item: ItemSpec) => string | null) => text(batch.map(pick))
+      for (const batch of [
+        items.filter((item) => item.parentKey === null),
+        items.filter((item) => item.parentKey !== null),
+      ]) {
         await tx`
           insert into shell.menu_items
             (app_key, item_key, zone, parent_id, position, kind, label, icon, href, external)
-          select i.app_key, i.item_key, i.zone, p.id, i.position, i.kind, i.label, i.icon, i.href,
+          select i."appKey", i."itemKey", i.zone, p.id, i.position, i.kind, i.label, i.icon, i.href,
                  i.external
-          from unnest(
-            ${column((item) => item.appKey)}::text[],
-            ${column((item) => item.itemKey)}::text[],
-            ${column((item) => item.zone)}::text[],
-            ${column((item) => item.parentKey)}::text[],
-            ${tx.array(batch.map((item) => item.position))}::int[],
-            ${column((item) => item.kind)}::text[],
-            ${column((item) => item.label)}::text[],
-            ${column((item) => item.icon)}::text[],
-            ${column((item) => item.href)}::text[],
-            ${tx.array(batch.map((item) => item.external))}::boolean[])
-            as i(app_key, item_key, zone, parent_key, position, kind, label, icon, href, external)
-          left join shell.menu_items p
-            on i.parent_key is not null and p.app_key = i.app_key and p.item_key = i.parent_key`
+          from jsonb_to_recordset(${JSON.stringify(batch)}::text::jsonb) as i("appKey" text,
+            "itemKey" text, zone text, "parentKey" text, position int, kind text, label text,
+            icon text, href text, external boolean)
+          left join shell.menu_items p on p.app_key = i."appKey" and p.item_key = i."parentKey"`
       }
       await tx`
         insert into shell.menu_role_grants (menu_item_id, role)
-        select m.id, g.role
-        from unnest(
-          ${text(grants.map((grant) => grant.appKey))}::text[],
-          ${text(grants.map((grant) => grant.itemKey))}::text[],
-          ${text(grants.map((grant) => grant.role))}::text[]) as g(app_key, item_key, role)
-        join shell.menu_items m on m.app_key = g.app_key and m.item_key = g.item_key`
+        select m.id, unnest(i.roles)
+        from jsonb_to_recordset(${JSON.stringify(items)}::text::jsonb)
+          as i("appKey" text, "itemKey" text, roles text[])
+        join shell.menu_items m on m.app_key = i."appKey" and m.item_key = i."itemKey"`
     })
     await sql`analyze`
   } finally {
     await sql.end()
   }
-  return {
-    apps: appCount,
-    menuItems: items.length,
-    grants: grants.length,
-    nestedItems: children.length,
-    insertMs: Math.round(performance.now() - startedAt),
-  }
+  const grants = items.reduce((sum, item) => sum + item.roles.length, 0)
+  return { apps: options.apps, menuItems: items.length, grants }
 }

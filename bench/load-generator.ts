@@ -1,35 +1,119 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+/** A file of one request per line, `TOKEN` or `TOKEN ETAG`; `next` is the line the next leg starts at. */
+export interface TokenPool {
+  readonly path: string
+  readonly size: number
+  next: number
+}
+
+export interface LoadJob {
+  /** Origin and path. */
+  readonly url: string
+  readonly tokens: TokenPool
+  /** Sent with every request besides Authorization and If-None-Match. */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface LoadResult {
+  readonly requests: number
+  readonly requestsPerSecond: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  /** Connection errors, timeouts and responses of status 400 or more. */
+  readonly errors: number
+}
+
+export type LoadGenerator = ReturnType<typeof createLoadGenerator>
+
+/** The line both generators print last (rotate-tokens.lua, autocannon-leg.ts); times in µs. */
+type ResultLine = Record<
+  'requests' | 'durationUs' | 'p50Us' | 'p99Us' | 'socketErrors' | 'statusErrors' | 'next',
+  number
+>
+
+const LUA_SCRIPT = fileURLToPath(new URL('./rotate-tokens.lua', import.meta.url))
+const AUTOCANNON_LEG = fileURLToPath(new URL('./autocannon-leg.ts', import.meta.url))
+/** A leg that `stop()` ends; longer than any run. */
+const UNTIL_STOPPED_S = 3_600
+
 /**
- * The load-generator child: autocannon in a process of its own, driven over
- * IPC by bench/load-client.ts, so that the benchmark's own work (polling for
- * ETags, committing, reading metrics) never shares an event loop with it.
+ * wrk when it is on PATH: written in C, on one thread, it leaves the other
+ * core to the server. autocannon otherwise, in a process of its own so that
+ * the benchmark's event loop (the refresh poller) stays free.
  */
-import { createLoadRunner, type LoadJob } from './load-runner.js'
-
-export type LoadCommand =
-  | { id: number; type: 'tokens'; name: string; tokens: string[]; etags?: string[] }
-  | { id: number; type: 'run'; job: LoadJob }
-  | { id: number; type: 'stop' }
-
-const runner = createLoadRunner()
-
-process.on('message', (command: LoadCommand) => {
-  const reply = (message: object) => process.send?.({ id: command.id, ...message })
-  switch (command.type) {
-    case 'tokens':
-      runner.setTokens(command.name, command.tokens, command.etags)
-      reply({ ok: true })
-      return
-    case 'run':
-      runner.runJob(command.job).then(
-        (result) => reply({ ok: true, result }),
-        (error: unknown) => reply({ ok: false, error: String(error) }),
-      )
-      return
-    case 'stop':
-      runner.stop()
-      reply({ ok: true })
-      return
+export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, connections: number) {
+  // `wrk -v` prints the version and exits with 1; spawning fails when wrk is not on PATH.
+  const version = spawnSync('wrk', ['-v'], { encoding: 'utf8' })
+  const wrk = version.error ? null : (/^wrk \S+/.exec(version.stdout)?.[0] ?? 'wrk')
+  if (requested === 'wrk' && wrk === null) {
+    throw new Error('BENCH_GENERATOR=wrk, but wrk is not on PATH (Debian package wrk)')
   }
-})
-// The parent going away (Ctrl-C, a crash) ends the child too.
-process.on('disconnect', () => process.exit(0))
+  const useWrk = wrk !== null && requested !== 'autocannon'
+  const running = new Set<ChildProcess>()
+
+  const launch = (job: LoadJob, durationS: number) => {
+    const { url, tokens, headers = {} } = job
+    const args = useWrk
+      ? [
+          '-t1',
+          `-c${connections}`,
+          `-d${durationS}s`,
+          '--timeout=10s',
+          `--script=${LUA_SCRIPT}`,
+          ...Object.entries(headers).map(([name, value]) => `--header=${name}: ${value}`),
+          url,
+          tokens.path,
+          String(tokens.next),
+        ]
+      : ['--import', 'tsx', AUTOCANNON_LEG, JSON.stringify({ ...job, connections, durationS })]
+    const child = spawn(useWrk ? 'wrk' : process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    running.add(child)
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
+    const result = new Promise<LoadResult>((resolve, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code) => {
+        running.delete(child)
+        const line = output.split('\n').find((text) => text.startsWith('bench-result '))
+        if (line === undefined)
+          return reject(new Error(`load generator exited with ${code}:\n${output}`))
+        const raw = JSON.parse(line.slice('bench-result '.length)) as ResultLine
+        tokens.next = raw.next % tokens.size
+        resolve({
+          requests: raw.requests,
+          requestsPerSecond: raw.requests / (raw.durationUs / 1e6),
+          p50Ms: raw.p50Us / 1000,
+          p99Ms: raw.p99Us / 1000,
+          errors: raw.socketErrors + raw.statusErrors,
+        })
+      })
+    })
+    // Once: a second SIGINT would kill autocannon's process before it prints its figures.
+    let stopped = false
+    const stop = () => {
+      if (!stopped) child.kill('SIGINT')
+      stopped = true
+      return result
+    }
+    return { result, stop }
+  }
+
+  return {
+    /** Which generator, how it runs, and what that means for the figures. */
+    description: useWrk
+      ? `${wrk}, 1 thread, ${connections} connections`
+      : `autocannon, ${connections} connections (${wrk === null ? 'wrk is not on PATH' : 'BENCH_GENERATOR=autocannon'}; a JavaScript generator shares the two cores with the service and flatters ratios)`,
+    run: (job: LoadJob, durationS: number) => launch(job, durationS).result,
+    /** Load until `stop()`, which resolves with the figures (and may be called again). */
+    start: (job: LoadJob) => ({ stop: launch(job, UNTIL_STOPPED_S).stop }),
+    /** Ends any leg still running (failure, Ctrl-C). */
+    close() {
+      for (const child of running) child.kill('SIGKILL')
+    },
+  }
+}

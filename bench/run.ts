@@ -1,31 +1,36 @@
 /**
- * `npm run bench`: builds (npm script), then starts an embedded PostgreSQL,
- * the data sets, an identity provider, two service processes, a baseline and
- * a load generator; runs the scenarios of bench/README.md; prints the table
- * and writes bench/results/latest.json plus a timestamped copy. Everything
- * it starts is stopped at the end, on failure and on Ctrl-C.
+ * `npm run bench` (after `npm run build`): sets up what environment.ts
+ * describes, runs the scenarios of scenarios.ts with wrk (autocannon when wrk
+ * is not on PATH) and prints the results table. Everything it starts is
+ * stopped at the end, on failure and on Ctrl-C.
  */
-import { readdir, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { cpus, loadavg } from 'node:os'
 import pino from 'pino'
 import { createReleasers } from '../src/releasers.js'
+import { compareLegs } from './compare-legs.js'
 import { setUpEnvironment } from './environment.js'
-import { TARGETS } from './outcome.js'
-import { summarizeProfile } from './profile-summary.js'
-import { collectRows, describeMachine, formatTable, writeResults } from './report.js'
-import { runScenarios } from './scenarios.js'
+import { formatTable } from './format-table.js'
+import { createLoadGenerator } from './load-generator.js'
+import type { ScenarioContext, ScenarioResult } from './scenario.js'
+import { SCENARIOS } from './scenarios.js'
 import { readBenchSettings } from './settings.js'
 
-const startedAt = new Date()
 const clock = performance.now()
 const log = (line: string) => {
   const seconds = ((performance.now() - clock) / 1000).toFixed(1).padStart(6)
   process.stderr.write(`[bench ${seconds}s] ${line}\n`)
 }
-
 const settings = readBenchSettings()
+const ids = SCENARIOS.map((scenario) => scenario.id)
+const unknown = settings.only?.filter((id) => !ids.includes(id)) ?? []
+if (unknown.length > 0) {
+  process.stderr.write(`BENCH_ONLY: no scenario ${unknown.join(', ')}; one of ${ids.join(', ')}\n`)
+  process.exit(1)
+}
+const selected = SCENARIOS.filter((scenario) => settings.only?.includes(scenario.id) ?? true)
+const loadAtStart = loadavg()[0] ?? Number.NaN
+
 // The service's own releasers: stops in reverse order, each even when one before it failed.
-// Only failures are logged, as one line of the benchmark's log each.
 const cleanup = createReleasers(
   pino({ level: 'error' }, { write: (line: string) => log(`cleanup: ${line.trim()}`) }),
 )
@@ -41,49 +46,54 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 let exitCode = 0
 try {
+  const load = createLoadGenerator(settings.generator, settings.connections)
+  cleanup.add('load generator', () => load.close())
+  log(`load generator: ${load.description}`)
   log(
-    `settings: ${settings.durationS} s legs after ${settings.warmupS} s warm-up, ${settings.connections} connections, ${settings.pairs} pairs, load generator ${settings.loadgen}, scenarios ${[...settings.only].join(',')}`,
+    `scenarios: ${selected.map((scenario) => scenario.id).join(', ')}; ${settings.durationS} s legs after ${settings.warmupS} s warm-up, ${settings.pairs} pairs`,
   )
   const env = await setUpEnvironment(settings, cleanup, log)
-  const outcomes = await runScenarios(env, settings, log)
-  const rows = collectRows(outcomes)
-  const table = formatTable(rows)
-  const command = commandLine()
-  const machine = describeMachine()
-  process.stdout.write(`\n${table}\n\n`)
-  for (const outcome of outcomes)
-    for (const note of outcome.notes) process.stdout.write(`- ${outcome.id}: ${note}\n`)
-  const durationS = Math.round((performance.now() - clock) / 100) / 10
-  const paths = await writeResults({
-    startedAt: startedAt.toISOString(),
-    durationS,
-    command,
-    machine,
-    settings: { ...settings, only: [...settings.only] },
-    targets: TARGETS,
-    dataset: {
-      ...env.dataset,
-      seedApps: 1,
-      warmCallers: env.warmTokens.length,
-      freshTokens: env.freshTokenCount,
-    },
-    recorded: env.recorded,
-    startupMs: env.startupMs,
-    identityProvider: env.issuer.requests,
-    table,
-    rows,
-    scenarios: Object.fromEntries(
-      outcomes.map((outcome) => [outcome.id, { notes: outcome.notes, detail: outcome.detail }]),
-    ),
-  })
-  process.stdout.write(
-    `\n${command} on ${machine.cpus} × ${machine.cpuModel}, node ${machine.node}; ${durationS} s in all\nresults: ${paths.join(', ')}\n`,
-  )
-  if (env.profileDir !== null) {
-    // The profiles are written when the processes exit.
-    await cleanup.releaseAll()
-    await printProfiles(env.profileDir)
+  const context: ScenarioContext = {
+    env,
+    settings,
+    load,
+    log,
+    compare: (a, b, minRatio) => compareLegs({ settings, load, log }, a, b, minRatio),
   }
+  const results: (ScenarioResult & { id: string })[] = []
+  for (const scenario of selected) {
+    log(`— ${scenario.id}`)
+    try {
+      results.push({ id: scenario.id, ...(await scenario.run(context)) })
+    } catch (error) {
+      // One broken scenario should not cost the figures of the others.
+      if (interrupted) throw error
+      const rows = [{ scenario: `${scenario.id} failed`, result: 'miss' as const }]
+      results.push({ id: scenario.id, rows, notes: [String(error)] })
+    }
+  }
+  // The servers write their CPU profiles as they exit.
+  if (env.profileDir !== null) await cleanup.releaseAll()
+  const command = [
+    ...Object.entries(process.env)
+      .filter(([name]) => name.startsWith('BENCH_'))
+      .map(([name, value]) => `${name}=${value}`),
+    'npm run bench',
+  ].join(' ')
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, node ${process.version}`
+  const lines = [
+    formatTable(results.flatMap((result) => result.rows)),
+    '',
+    ...results.flatMap(({ id, notes }) => notes.map((note) => `- ${id}: ${note}`)),
+    '',
+    `${command}: ${((performance.now() - clock) / 1000).toFixed(0)} s on ${machine}`,
+    `load generator: ${load.description}`,
+    `load average (1 min): ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(2)} at the end`,
+  ]
+  if (env.profileDir !== null) {
+    lines.push(`CPU profiles: ${env.profileDir} (open them in Chrome DevTools or speedscope.app)`)
+  }
+  process.stdout.write(`\n${lines.join('\n')}\n`)
 } catch (error) {
   exitCode = 1
   // After Ctrl-C the children are gone and whatever was waiting on them fails; that is no news.
@@ -93,21 +103,3 @@ try {
   await cleanup.releaseAll()
 }
 process.exit(exitCode)
-
-async function printProfiles(dir: string): Promise<void> {
-  const files = (await readdir(dir, { recursive: true }))
-    .filter((name) => name.endsWith('.cpuprofile'))
-    .sort()
-  const summaries: string[] = []
-  for (const file of files) summaries.push(await summarizeProfile(join(dir, file)))
-  const text = summaries.join('\n\n')
-  await writeFile(join(dir, 'summary.txt'), `${text}\n`)
-  process.stdout.write(`\n${text}\n\nprofiles and summary.txt in ${dir}\n`)
-}
-
-function commandLine(): string {
-  const variables = Object.entries(process.env)
-    .filter(([name]) => name.startsWith('BENCH_'))
-    .map(([name, value]) => `${name}=${value}`)
-  return [...variables, 'npm run bench'].join(' ')
-}

@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { findFreePort } from '../src/db/embedded.js'
+import { PACKAGE_ROOT, serviceEnv } from '../test/helpers/service-process.js'
+
+/** The large data set is read and built before /readyz answers. */
+const READY_TIMEOUT_MS = 120_000
+/** The service drains its connections on SIGTERM; past this it is killed. */
+const STOP_TIMEOUT_MS = 15_000
+
+export interface NodeProcess {
+  /** `http://127.0.0.1:port` */
+  readonly url: string
+  readonly pid: number
+  /** SIGTERM, SIGKILL after a while; a --cpu-prof profile is written on the way out. */
+  stop(): Promise<void>
+}
+
+/**
+ * `node ARGS` from the package root on a free PORT, inheriting none of the
+ * service's settings (CONFIG_VARIABLES) nor NODE_OPTIONS from the caller's
+ * shell; ready when GET /readyz answers 200. With a profile folder it runs
+ * under `--cpu-prof`, a folder per process, because the tsx loader's thread
+ * writes a profile of its own.
+ */
+export async function startNodeProcess(
+  name: string,
+  args: readonly string[],
+  settings: Record<string, string>,
+  profileDir: string | null,
+): Promise<NodeProcess> {
+  const port = await findFreePort()
+  const profile =
+    profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`]
+  const child = spawn(process.execPath, [...profile, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: serviceEnv({ ...settings, PORT: String(port), NODE_OPTIONS: '' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  // The last lines, for the error message when it dies.
+  const keep = (chunk: string) => (output = (output + chunk).slice(-8_000))
+  child.stdout.setEncoding('utf8').on('data', keep)
+  child.stderr.setEncoding('utf8').on('data', keep)
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const started: NodeProcess = {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid ?? -1,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS)
+      await exited
+      clearTimeout(timer)
+    },
+  }
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  while (!(await isReady(started.url))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await started.stop()
+      throw new Error(`${name} exited or was not ready in time:\n${output}`)
+    }
+    await sleep(100)
+  }
+  return started
+}
+
+async function isReady(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/readyz`)
+    await response.arrayBuffer()
+    return response.status === 200
+  } catch {
+    return false
+  }
+}
