@@ -1,15 +1,28 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import {
+  createRequestDurationHistogram,
+  type RequestDurationHistogram,
+} from './request-duration-histogram.js'
+
+/**
+ * A labelled counter whose increments are plain additions, handed to
+ * prom-client when /metrics is scraped: the request path counts every
+ * request, and prom-client's own `inc` hashes a label object each time.
+ */
+export type TallyCounter<Value extends string> = Counter<string> & {
+  tally(value: Value): void
+}
 
 /** Every metric the contract names, in one registry per service instance. */
 export interface Metrics {
   readonly registry: Registry
-  readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>
+  readonly httpRequestDuration: RequestDurationHistogram
   readonly snapshotLoaded: Gauge
   readonly snapshotAge: Gauge
   readonly snapshotReloads: Counter<'result'>
   readonly snapshotReloadDuration: Histogram
-  readonly tokenVerifications: Counter<'result'>
-  readonly tokenCache: Counter<'result'>
+  readonly tokenVerifications: TallyCounter<TokenVerificationResult>
+  readonly tokenCache: TallyCounter<'hit' | 'miss'>
   readonly feedListening: Gauge
   readonly jwksFetches: Counter<'result'>
   readonly eventStreams: Gauge
@@ -44,14 +57,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry })
   const metrics: Metrics = {
     registry,
-    httpRequestDuration: new Histogram({
-      name: 'shell_http_request_duration_seconds',
-      help: 'Time from request to response, by route template, method and status.',
-      labelNames: ['route', 'method', 'status_code'],
-      // Responses are precomputed bytes: most take well under a millisecond.
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-      registers: [registry],
-    }),
+    httpRequestDuration: createRequestDurationHistogram(registry),
     snapshotLoaded: new Gauge({
       name: 'shell_snapshot_loaded',
       help: '1 once a snapshot is loaded and served, else 0.',
@@ -74,17 +80,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    tokenVerifications: new Counter({
+    tokenVerifications: createTallyCounter(registry, {
       name: 'shell_token_verifications_total',
       help: 'Bearer token verifications (cache misses), by result.',
-      labelNames: ['result'],
-      registers: [registry],
+      labelName: 'result',
+      values: TOKEN_VERIFICATION_RESULTS,
     }),
-    tokenCache: new Counter({
+    tokenCache: createTallyCounter(registry, {
       name: 'shell_token_cache_total',
       help: 'Verified-token cache look-ups, by result.',
-      labelNames: ['result'],
-      registers: [registry],
+      labelName: 'result',
+      values: ['hit', 'miss'],
     }),
     feedListening: new Gauge({
       name: 'shell_feed_listening',
@@ -120,12 +126,38 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     metrics.snapshotReloads.inc({ result }, 0)
     metrics.jwksFetches.inc({ result }, 0)
   }
-  for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
-  for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
   for (const event of ['shell', 'gone']) metrics.eventsSent.inc({ event }, 0)
   for (const reason of STREAM_END_REASONS) metrics.eventStreamsEnded.inc({ reason }, 0)
   metrics.eventStreams.set(0)
   metrics.snapshotLoaded.set(0)
   metrics.feedListening.set(0)
   return metrics
+}
+
+function createTallyCounter<Value extends string>(
+  registry: Registry,
+  options: {
+    name: string
+    help: string
+    labelName: string
+    /** Every value the label takes; each series exists, at zero, from the start. */
+    values: readonly Value[]
+  },
+): TallyCounter<Value> {
+  const tallies = new Map<string, number>(options.values.map((value) => [value, 0]))
+  const counter = new Counter({
+    name: options.name,
+    help: options.help,
+    labelNames: [options.labelName],
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const [value, tally] of tallies) this.inc({ [options.labelName]: value }, tally)
+    },
+  })
+  return Object.assign(counter, {
+    tally(value: Value) {
+      tallies.set(value, (tallies.get(value) ?? 0) + 1)
+    },
+  })
 }

@@ -101,14 +101,11 @@ export async function startService(
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
-    await app.listen({
-      port,
-      host: config.host,
-      listenTextResolver: (address) => `listening on ${address}`,
-    })
+    await app.listen({ port, host: config.host })
     const address = app.server.address()
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
     const url = `http://${hostInUrl(config.host)}:${boundPort}`
+    logger.info({ url }, `listening on ${url}`)
 
     // Ends the retries below when the service closes before the database was ever reached.
     const preparation = new AbortController()

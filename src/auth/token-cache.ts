@@ -42,14 +42,15 @@ function cacheKeyOf(token: string): string {
  */
 export function createTokenCache(options: { max: number; now: () => number }): TokenCache {
   const { now } = options
-  // perf: the cache's TTL clock is ours, so an injected clock governs both checks.
-  const cache = new LRUCache<string, CacheEntry>({ max: options.max, perf: { now } })
+  // No TTL in the cache itself: `get` checks exp on its own clock, which spares the cache a
+  // clock reading and an age update on every hit; an expired entry goes when it is next
+  // asked for, or when the least recently used ones make room.
+  const cache = new LRUCache<string, CacheEntry>({ max: options.max })
   return {
     get(token) {
       const key = cacheKeyOf(token)
       const entry = cache.get(key)
       if (entry === undefined || entry.token !== token) return undefined
-      // The TTL already covers this; the check makes "never after exp" independent of cache internals.
       if (entry.caller.expiresAtMs <= now()) {
         cache.delete(key)
         return undefined
@@ -59,9 +60,8 @@ export function createTokenCache(options: { max: number; now: () => number }): T
 
     remember(token, caller, kid) {
       // Clock tolerance may accept a token just past its exp; such a token is not worth keeping.
-      const ttl = caller.expiresAtMs - now()
-      if (ttl <= 0) return
-      cache.set(cacheKeyOf(token), { token, caller, kid }, { ttl })
+      if (caller.expiresAtMs <= now()) return
+      cache.set(cacheKeyOf(token), { token, caller, kid })
     },
 
     dropVerifiedBy(removedKids) {

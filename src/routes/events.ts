@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
+import type { Metrics } from '../metrics.js'
+import { secondsSinceReceived } from '../request-duration-histogram.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
 import type { SnapshotSource } from './snapshot-source.js'
@@ -16,9 +18,14 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
  */
 export function registerEventRoutes(
   app: FastifyInstance,
-  deps: { verifier: TokenVerifier; snapshots: SnapshotSource; streams: EventStreams },
+  deps: {
+    verifier: TokenVerifier
+    snapshots: SnapshotSource
+    streams: EventStreams
+    metrics: Metrics
+  },
 ): void {
-  const { verifier, snapshots, streams } = deps
+  const { verifier, snapshots, streams, metrics } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     { schema: { response: eventResponses } },
@@ -54,6 +61,13 @@ export function registerEventRoutes(
           acceptLanguage: request.headers['accept-language'],
           lastEventId: firstValue(request.headers['last-event-id']),
         })
+        // Timed to the stream's start: fastify's send, which times every other response, is skipped.
+        metrics.httpRequestDuration.observe(
+          request.routeOptions.url ?? 'unmatched',
+          request.method,
+          200,
+          secondsSinceReceived(request.raw),
+        )
         return reply
       })
     },

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
-import { joinBodyParts } from '../http/join-body-parts.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
+import type { Metrics } from '../metrics.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
 import { createLastShellMemo } from './last-shell-memo.js'
@@ -19,9 +19,9 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
  */
 export function registerShellRoutes(
   app: FastifyInstance,
-  deps: { verifier: TokenVerifier; snapshots: SnapshotSource },
+  deps: { verifier: TokenVerifier; snapshots: SnapshotSource; metrics: Metrics },
 ): void {
-  const { verifier, snapshots } = deps
+  const { verifier, snapshots, metrics } = deps
   const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
@@ -37,9 +37,12 @@ export function registerShellRoutes(
         if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
         const locale = view.localeFor(request.headers['accept-language'])
         const { variant, etag } = lastShellOf(snapshot, view, locale, caller, { remember: !fresh })
-        reply.header('content-language', locale)
-        return sendTagged(request, reply, etag, VARY_BY_CALLER_AND_LANGUAGE, () =>
-          joinBodyParts(variant.head, caller.userBlock, variant.tail),
+        const body = () => [variant.head, caller.userBlock, variant.tail]
+        return sendTagged(
+          request,
+          reply,
+          { etag, vary: VARY_BY_CALLER_AND_LANGUAGE, contentLanguage: locale, body },
+          metrics.httpRequestDuration,
         )
       })
     },

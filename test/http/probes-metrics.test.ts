@@ -140,6 +140,12 @@ t.test(
     t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
     t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
     t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
+    const cached = await httpRequest(url, '/api/v1/shell/crm', bearer(token))
+    const etag = String(cached.headers.etag)
+    const revalidate = bearer(token, { 'if-none-match': etag })
+    t.equal((await httpRequest(url, '/api/v1/shell/crm', revalidate)).status, 304)
+    t.equal((await httpRequest(url, '/api/v1/shell/nope', bearer(token))).status, 404)
+    t.equal((await httpRequest(url, '/no/such/route')).status, 404)
     await waitUntil(
       async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
       'LISTEN',
@@ -172,10 +178,25 @@ t.test(
       t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
     t.match(
       text,
-      /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 2$/m,
+      /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 3$/m,
       'requests counted by route template, method and status',
     )
     t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
+    const count = (route: string, status: number) =>
+      Number(
+        new RegExp(
+          `^shell_http_request_duration_seconds_count\\{route="${route}",method="GET",status_code="${status}"\\} (\\d+)$`,
+          'm',
+        ).exec(text)?.[1],
+      )
+    t.equal(count('/api/v1/shell/:appKey', 304), 1, 'a 304 is counted')
+    t.equal(count('/api/v1/shell/:appKey', 404), 1, 'an unknown app is counted')
+    t.equal(count('unmatched', 404), 1, 'an unknown route is counted')
+    t.match(
+      text,
+      /^shell_http_request_duration_seconds_bucket\{route="\/api\/v1\/shell\/:appKey",method="GET",status_code="200",le="\+Inf"\} 3$/m,
+      'buckets are cumulative up to +Inf',
+    )
     t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
   },
 )
