@@ -74,6 +74,12 @@ export const LABEL_COLUMNS = {
   label: 'label',
 } as const
 
+/**
+ * The bigint columns (identities and references to them): read as decimal
+ * strings, whatever the driver's or JSON's way with 64-bit numbers.
+ */
+export const ID_COLUMNS: ReadonlySet<string> = new Set(['id', 'parent_id', 'menu_item_id'])
+
 /** A table's columns by field name, as above. */
 export type ColumnMap = Readonly<Record<string, string>>
 

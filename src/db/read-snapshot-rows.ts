@@ -29,43 +29,106 @@ export interface SnapshotRead {
 }
 
 /**
- * Reads the database in one read-only REPEATABLE READ transaction, so the
- * rows are one consistent state: never a partial snapshot, even while an
- * import commits in the middle of the read. Given the revisions of the
- * snapshot in service, only the apps whose revision moved are read whole;
- * without them (the first load, after a reconnect) everything is.
+ * Reads one consistent state of the database: never a partial snapshot, even
+ * while an import commits in the middle of the read. Given the revisions of
+ * the snapshot in service, only the apps whose revision moved are read whole,
+ * in a single statement (one round trip: a reload under load waits for the
+ * event loop once per round trip); without them (the first load, after a
+ * reconnect) everything is, in one read-only REPEATABLE READ transaction.
  */
 export async function readSnapshotRows(sql: Sql, known?: AppRevisions): Promise<SnapshotRead> {
+  return known === undefined ? readEverything(sql) : readChangedApps(sql, known)
+}
+
+type AppRowWithRevision = AppRow & { revision: string | null }
+
+async function readEverything(sql: Sql): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const appRows = await tx<(AppRow & { revision: string | null })[]>`
+    const appRows = await tx<AppRowWithRevision[]>`
       select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)`
-    const revisions = new Map<string, string>()
-    const unchangedApps = new Set<string>()
-    const changedApps: string[] = []
-    const apps: AppRow[] = []
-    for (const { revision, ...app } of appRows) {
-      apps.push(app)
-      if (revision === null) {
-        // No revision row (written around the triggers): always read it whole.
-        changedApps.push(app.appKey)
-        continue
-      }
-      revisions.set(app.appKey, revision)
-      if (known?.get(app.appKey) === revision) unchangedApps.add(app.appKey)
-      else changedApps.push(app.appKey)
+    const [branding, menuItems, grants, labels] = await readAllAppRows(tx)
+    return {
+      ...sortByRevision(appRows),
+      rows: { apps: appRows.map(withoutRevision), branding, menuItems, grants, labels },
     }
-    const [branding, menuItems, grants, labels] =
-      unchangedApps.size === 0 ? await readAllAppRows(tx) : await readAppRowsOf(tx, changedApps)
-    return { rows: { apps, branding, menuItems, grants, labels }, revisions, unchangedApps }
   })
+}
+
+/**
+ * Every app row with its revision, and the other rows of the apps whose
+ * revision is not the one known, as JSON arrays from one statement: a single
+ * statement sees one snapshot of the database, so no transaction is needed.
+ */
+async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotRead> {
+  const [result] = await sql<
+    {
+      apps: AppRowWithRevision[]
+      branding: BrandingRow[]
+      menuItems: MenuItemRow[]
+      grants: GrantRow[]
+      labels: LabelRow[]
+    }[]
+  >`
+    with known as (
+      select * from unnest(${[...known.keys()]}::text[], ${[...known.values()]}::bigint[])
+        as k(app_key, revision)
+    ), current_apps as (
+      select ${selectColumns(sql, APP_COLUMNS, 'a')}, r.revision::text as revision
+      from shell.apps a left join shell.app_revisions r using (app_key)
+    ), changed as (
+      select c."appKey" as app_key from current_apps c left join known k on k.app_key = c."appKey"
+      where c.revision is null or k.revision::text is distinct from c.revision
+    )
+    select
+      (select coalesce(json_agg(c), '[]') from current_apps c) as apps,
+      (select coalesce(json_agg(t), '[]') from (
+        select ${selectColumns(sql, BRANDING_COLUMNS, 'b')} from shell.branding b
+        where b.app_key in (select app_key from changed)) t) as branding,
+      (select coalesce(json_agg(t), '[]') from (
+        select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')} from shell.menu_items m
+        where m.app_key in (select app_key from changed)) t) as "menuItems",
+      (select coalesce(json_agg(t), '[]') from (
+        select ${selectColumns(sql, GRANT_COLUMNS, 'g')}
+        from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
+        where m.app_key in (select app_key from changed)) t) as grants,
+      (select coalesce(json_agg(t), '[]') from (
+        select ${selectColumns(sql, LABEL_COLUMNS, 'l')}
+        from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
+        where m.app_key in (select app_key from changed)) t) as labels`
+  if (result === undefined) throw new Error('the reload statement returned no row')
+  const { apps, branding, menuItems, grants, labels } = result
+  const { revisions, unchangedApps } = sortByRevision(apps, known)
+  return {
+    rows: { apps: apps.map(withoutRevision), branding, menuItems, grants, labels },
+    revisions,
+    unchangedApps,
+  }
+}
+
+/** Each app's revision, and which apps kept the one known (none without `known`). */
+function sortByRevision(
+  apps: readonly AppRowWithRevision[],
+  known?: AppRevisions,
+): { revisions: Map<string, string>; unchangedApps: Set<string> } {
+  const revisions = new Map<string, string>()
+  const unchangedApps = new Set<string>()
+  for (const { appKey, revision } of apps) {
+    // No revision row (written around the triggers): always read whole.
+    if (revision === null) continue
+    revisions.set(appKey, revision)
+    if (known?.get(appKey) === revision) unchangedApps.add(appKey)
+  }
+  return { revisions, unchangedApps }
+}
+
+function withoutRevision({ revision: _revision, ...app }: AppRowWithRevision): AppRow {
+  return app
 }
 
 type AppRowSets = [BrandingRow[], MenuItemRow[], GrantRow[], LabelRow[]]
 
-// Two plain queries rather than one with an "all or these" condition: each
-// keeps a plan of its own (a full scan, or the app_key indexes).
-// Pipelined on the transaction's one connection: three round trips cost about one.
+// Pipelined on the transaction's one connection: the reads cost about one round trip.
 
 async function readAllAppRows(tx: postgres.TransactionSql): Promise<AppRowSets> {
   return Promise.all([
@@ -73,28 +136,5 @@ async function readAllAppRows(tx: postgres.TransactionSql): Promise<AppRowSets> 
     tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
     tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
     tx<LabelRow[]>`select ${selectColumns(tx, LABEL_COLUMNS)} from shell.menu_item_labels`,
-  ])
-}
-
-async function readAppRowsOf(
-  tx: postgres.TransactionSql,
-  appKeys: readonly string[],
-): Promise<AppRowSets> {
-  const keys = [...appKeys]
-  return Promise.all([
-    tx<BrandingRow[]>`
-      select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding
-      where app_key = any(${keys})`,
-    tx<MenuItemRow[]>`
-      select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items
-      where app_key = any(${keys})`,
-    tx<GrantRow[]>`
-      select ${selectColumns(tx, GRANT_COLUMNS, 'g')}
-      from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
-      where m.app_key = any(${keys})`,
-    tx<LabelRow[]>`
-      select ${selectColumns(tx, LABEL_COLUMNS, 'l')}
-      from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
-      where m.app_key = any(${keys})`,
   ])
 }

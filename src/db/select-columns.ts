@@ -1,12 +1,13 @@
 import type postgres from 'postgres'
-import type { ColumnMap } from '../vocabulary.js'
+import { type ColumnMap, ID_COLUMNS } from '../vocabulary.js'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 
 /**
  * The select list of a table's columns, each named by its field:
- * `"t"."app_key" as "appKey", …`. Built from identifiers and fragments, never
- * from strings, so the column map of src/vocabulary.ts is the only spelling.
+ * `"t"."app_key" as "appKey", "t"."id"::text as "id", …`. Built from
+ * identifiers and fragments, never from strings, so the column map of
+ * src/vocabulary.ts is the only spelling; ids come as decimal strings.
  */
 export function selectColumns(
   sql: postgres.Sql | postgres.TransactionSql,
@@ -15,7 +16,8 @@ export function selectColumns(
 ): Fragment[] {
   return Object.entries(columns).map(([field, column], index) => {
     const qualified = sql(tableAlias === undefined ? column : `${tableAlias}.${column}`)
-    return index === 0 ? sql`${qualified} as ${sql(field)}` : sql`, ${qualified} as ${sql(field)}`
+    const value = ID_COLUMNS.has(column) ? sql`${qualified}::text` : sql`${qualified}`
+    return index === 0 ? sql`${value} as ${sql(field)}` : sql`, ${value} as ${sql(field)}`
   })
 }
 

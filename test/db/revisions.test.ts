@@ -115,6 +115,30 @@ t.test(
   },
 )
 
+t.test('a read of moved apps gives the same rows, value for value, as a full read', async (t) => {
+  await sql`insert into shell.branding (app_key, theme, primary_color) values ('crm', '{"a":[1,{"b":null}]}', '#0b5fff')`
+  await sql`
+    insert into shell.menu_items (app_key, item_key, zone, label, parent_id, position, kind, external, href)
+    values ('crm', 'child', 'sidebar', 'Child', ${crmItemId}, 3, 'action', true, '/x')`
+  await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${crmItemId}, 'crm-x')`
+  await sql`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${crmItemId}, 'de-CH', 'Ä')`
+  await sql`update shell.apps set default_locale = 'fr', description = 'd' where app_key = 'crm'`
+  const full = await readSnapshotRows(sql)
+  const stale = new Map([...full.revisions].map(([key]) => [key, '0']))
+  const moved = await readSnapshotRows(sql, stale)
+  const byKey = (rows: readonly object[]) => rows.map((row) => JSON.stringify(row)).sort()
+  for (const table of ['apps', 'branding', 'menuItems', 'grants', 'labels'] as const) {
+    t.same(byKey(moved.rows[table]), byKey(full.rows[table]), table)
+  }
+  t.same(moved.revisions, full.revisions)
+  t.same(moved.unchangedApps, new Set())
+  const item = moved.rows.menuItems.find((row) => row.itemKey === 'child')
+  t.equal(typeof item?.id, 'string', 'ids as decimal strings')
+  t.equal(typeof item?.parentId, 'string')
+  t.equal(item?.position, 3)
+  t.equal(item?.external, true)
+})
+
 t.test(
   'deleting an app with branding, items and grants works, and a new app gets a revision',
   async (t) => {
