@@ -5,7 +5,7 @@
  */
 import pino from 'pino'
 import { ConfigError, loadConfig } from './config.js'
-import { isEmbeddedPostgresInstalled } from './db/embedded.js'
+import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './db/embedded.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
@@ -30,7 +30,8 @@ let service: Awaited<ReturnType<typeof startService>>
 try {
   service = await startService(config, logger)
 } catch (error) {
-  if (error instanceof ConfigError) {
+  // Both say what failed and what to do in one line; a stack trace would only bury it.
+  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError) {
     process.stderr.write(`shell-data: ${error.message}\n`)
   } else {
     logger.fatal({ err: error }, 'cannot start')
