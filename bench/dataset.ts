@@ -1,7 +1,7 @@
 import { join } from 'node:path'
-import postgres from 'postgres'
 import { connectDatabase } from '../src/db/connect.js'
 import { migrateDatabase } from '../src/db/migrate.js'
+import postgres from '../src/db/postgres-driver.js'
 import { importDefinitions, readDefinitionFiles, SEEDS_DIR } from '../src/db/seed.js'
 
 /** Realm roles that menu items are granted to: `role-01` … `role-20`. */

@@ -6,11 +6,14 @@
 import pino from 'pino'
 import { ConfigError, loadConfig } from './config.js'
 import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './db/embedded.js'
+import { assertDriverFixes, DriverError } from './db/postgres-driver.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  // Checked first: in the Docker image, a missing DATABASE_URL is the mistake to name.
+  // A driver without its fixes would serve until the first lost connection: refuse it now.
+  assertDriverFixes()
+  // Then, in the Docker image, a missing DATABASE_URL is the mistake to name.
   if (!process.env.DATABASE_URL?.trim() && !isEmbeddedPostgresInstalled()) {
     throw new ConfigError(
       'DATABASE_URL',
@@ -19,7 +22,7 @@ try {
   }
   config = loadConfig()
 } catch (error) {
-  if (!(error instanceof ConfigError)) throw error
+  if (!(error instanceof ConfigError || error instanceof DriverError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)
   process.exit(1)
 }

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util'
-import type postgres from 'postgres'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
 import { type MenuKind, ZONES, type Zone } from '../snapshot/types.js'
 import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
 
 type Queryable = postgres.TransactionSql
 

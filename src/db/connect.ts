@@ -1,4 +1,4 @@
-import postgres from 'postgres'
+import postgres, { assertDriverFixes } from './postgres-driver.js'
 
 export type Sql = postgres.Sql
 
@@ -11,6 +11,7 @@ export interface ConnectOptions {
 
 /** A postgres.js pool with the service's settings: quiet notices, bigint ids kept as strings. */
 export function connectDatabase(url: string, options: ConnectOptions = {}): Sql {
+  assertDriverFixes()
   return postgres(url, {
     max: options.max ?? 4,
     // Idle connections are closed so that a replica does not hold slots it rarely uses.

@@ -1,6 +1,6 @@
-import type postgres from 'postgres'
 import type { AppRow, BrandingRow, GrantRow, MenuItemRow, SnapshotRows } from '../snapshot/types.js'
 import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
 
 /** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */
 export type AppRevisions = ReadonlyMap<string, string>

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
-import postgres from 'postgres'
 import type { Sql } from '../db/connect.js'
+import postgres from '../db/postgres-driver.js'
 import type { Metrics } from '../metrics.js'
 import { computeBackoffMs } from './backoff.js'
 

@@ -1,8 +1,8 @@
 import pino from 'pino'
-import postgres from 'postgres'
 import t, { type Test } from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
+import postgres from '../../src/db/postgres-driver.js'
 import {
   createSnapshotFeed,
   type SnapshotFeed,
