@@ -18,6 +18,11 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     idle_timeout: 60,
     // Fail fast when the database is unreachable; callers retry with backoff.
     connect_timeout: 10,
+    // No named prepared statements: behind a transaction pooler (PgBouncer in
+    // transaction mode) each transaction may get another server connection,
+    // where a statement prepared on the last one does not exist. Reloads are
+    // rare, so parsing each query anew costs nothing that matters.
+    prepare: false,
     onnotice: () => {},
     connection: { application_name: options.applicationName ?? 'shell-data' },
   })
