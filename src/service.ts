@@ -7,6 +7,7 @@ import {
   type LocalIssuer,
   loadLocalIssuer,
   localIssuerUrl,
+  recordLocalIssuer,
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
 import { type Config, hostInUrl, type OidcConfig } from './config.js'
@@ -66,13 +67,12 @@ export async function startService(
 
     // Local mode needs its own address before listening: it is the issuer tokens name.
     const port = config.oidc === null && config.port === 0 ? await findFreePort() : config.port
+    const dataDir = options.dataDir ?? LOCAL_DATA_DIR
     const localIssuer =
       config.oidc === null
-        ? await loadLocalIssuer({
-            dataDir: options.dataDir ?? LOCAL_DATA_DIR,
-            issuer: localIssuerUrl(config.host, port),
-          })
+        ? await loadLocalIssuer({ dataDir, issuer: localIssuerUrl(config.host, port) })
         : undefined
+    if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
     const verifier = createTokenVerifier({
       oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? ''),
       cacheMax: config.tokenCacheMax,

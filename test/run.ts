@@ -4,12 +4,18 @@
  * started. Arguments are passed to tap, e.g. `node --import tsx test/run.ts test/db`.
  */
 import { spawn } from 'node:child_process'
-import postgres from 'postgres'
+import { EmbeddedPostgresError } from '../src/db/embedded.js'
 import { migrateDatabase } from '../src/db/migrate.js'
+import postgres from '../src/db/postgres-driver.js'
 import { TEMPLATE_DATABASE, withDatabase } from './helpers/database.js'
 import { startTestPostgres } from './helpers/test-postgres.js'
 
-const server = await startTestPostgres()
+const server = await startTestPostgres().catch((error: unknown) => {
+  // The message says what failed and what to do; a stack trace would only bury it.
+  if (!(error instanceof EmbeddedPostgresError)) throw error
+  process.stderr.write(`test PostgreSQL: ${error.message}\n`)
+  process.exit(1)
+})
 process.stdout.write(`# test PostgreSQL: ${server.source}\n`)
 let exitCode = 1
 try {

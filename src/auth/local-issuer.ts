@@ -9,6 +9,11 @@ export const LOCAL_AUDIENCE = 'shell-data'
 /** ES256: small tokens, fast to sign and verify, and asymmetric like a real provider's. */
 const ALGORITHM = 'ES256'
 const KEY_FILE = 'local-issuer-key.json'
+/**
+ * The issuer of the local service that started last from this clone, so
+ * that `shell-data token` signs for it whatever PORT and HOST it was given.
+ */
+const ISSUER_RECORD = 'local-issuer.json'
 /** Path of the JWKS below the issuer, shaped like Keycloak's so local mode looks like production. */
 export const LOCAL_JWKS_PATH = '/protocol/openid-connect/certs'
 
@@ -32,6 +37,25 @@ export interface LocalIssuer {
 /** `http://127.0.0.1:8080/local-issuer` for the address the service listens on. */
 export function localIssuerUrl(host: string, port: number): string {
   return `http://${hostInUrl(host)}:${port}/local-issuer`
+}
+
+/** Notes the issuer a starting local service uses, for `shell-data token`. */
+export async function recordLocalIssuer(dataDir: string, issuer: string): Promise<void> {
+  await mkdir(dataDir, { recursive: true })
+  await writeFile(join(dataDir, ISSUER_RECORD), `${JSON.stringify({ issuer })}\n`)
+}
+
+/** The issuer the local service last started with from this clone; null before its first start. */
+export async function readRecordedLocalIssuer(dataDir: string): Promise<string | null> {
+  let text: string
+  try {
+    text = await readFile(join(dataDir, ISSUER_RECORD), 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+  const { issuer } = JSON.parse(text) as { issuer?: unknown }
+  return typeof issuer === 'string' ? issuer : null
 }
 
 /** Loads the key pair from `dataDir`, creating it (mode 0600) on first use. */

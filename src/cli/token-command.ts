@@ -1,11 +1,17 @@
 import { parseArgs } from 'node:util'
-import { loadLocalIssuer, localIssuerUrl, parseTtl } from '../auth/local-issuer.js'
+import {
+  loadLocalIssuer,
+  localIssuerUrl,
+  parseTtl,
+  readRecordedLocalIssuer,
+} from '../auth/local-issuer.js'
 import { LOCAL_DATA_DIR } from '../db/open-database.js'
 import type { CommandContext } from './command-context.js'
 
 /**
- * Local mode only: prints a token signed by the local issuer, for the
- * service running with the same HOST and PORT.
+ * Local mode only: prints a token signed by the local issuer, for the local
+ * service of this clone: the one at HOST and PORT when either is set, else
+ * the one that started last (it records its issuer under `.data/`).
  */
 export async function runToken(args: string[], context: CommandContext): Promise<number> {
   if (context.config.oidc !== null) {
@@ -50,9 +56,12 @@ export async function runToken(args: string[], context: CommandContext): Promise
   const roles = [...new Set((values.roles ?? '').split(',').map((role) => role.trim()))].filter(
     (role) => role !== '',
   )
+  // Set, they name the service; unset, the defaults would name 8080 whatever the service uses.
+  const addressGiven = ['PORT', 'HOST'].some((name) => process.env[name]?.trim())
+  const recorded = addressGiven ? null : await readRecordedLocalIssuer(LOCAL_DATA_DIR)
   const issuer = await loadLocalIssuer({
     dataDir: LOCAL_DATA_DIR,
-    issuer: localIssuerUrl(context.config.host, context.config.port),
+    issuer: recorded ?? localIssuerUrl(context.config.host, context.config.port),
   })
   const token = await issuer.signToken({
     sub: values.sub ?? 'local-user',

@@ -1,5 +1,4 @@
 import { isDeepStrictEqual } from 'node:util'
-import type postgres from 'postgres'
 import { sortLabels } from '../definitions/sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
 import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
@@ -14,6 +13,7 @@ import {
   type Zone,
 } from '../vocabulary.js'
 import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
 import { columnValues, selectColumns } from './select-columns.js'
 
 type Queryable = postgres.TransactionSql

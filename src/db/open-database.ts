@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
 import { ConfigError } from '../config.js'
-import { startEmbeddedDatabase } from './embedded.js'
+import { isEmbeddedPostgresInstalled, startEmbeddedDatabase } from './embedded.js'
 
 /** `.data/` at the package root, whether we run from `src/` (tsx) or `dist/`. */
 export const LOCAL_DATA_DIR = fileURLToPath(new URL('../../.data/', import.meta.url))
@@ -20,23 +20,13 @@ export async function locateDatabase(
   logger: Logger,
 ): Promise<DatabaseLocation> {
   if (databaseUrl !== null) return { url: databaseUrl, embedded: false, stop: async () => {} }
-  let server: Awaited<ReturnType<typeof startEmbeddedDatabase>>
-  try {
-    server = await startEmbeddedDatabase({ dataDir: LOCAL_DATA_DIR, logger })
-  } catch (error) {
-    // A production install (npm ci --omit=optional, as in the Docker image) has no PostgreSQL binaries.
-    if (isMissingModule(error)) {
-      throw new ConfigError(
-        'DATABASE_URL',
-        'is required: this installation has no embedded PostgreSQL',
-      )
-    }
-    throw error
+  // A production install (npm ci --omit=dev, as in the Docker image) has no PostgreSQL binaries.
+  if (!isEmbeddedPostgresInstalled()) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      'is required: this installation has no embedded PostgreSQL',
+    )
   }
+  const server = await startEmbeddedDatabase({ dataDir: LOCAL_DATA_DIR, logger })
   return { url: server.url, embedded: true, stop: () => server.stop() }
-}
-
-function isMissingModule(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code
-  return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'
 }

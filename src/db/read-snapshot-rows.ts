@@ -1,4 +1,3 @@
-import type postgres from 'postgres'
 import type {
   AppRow,
   BrandingRow,
@@ -15,6 +14,7 @@ import {
   MENU_ITEM_COLUMNS,
 } from '../vocabulary.js'
 import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
 
 /** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
-import postgres from 'postgres'
 import type { Sql } from '../db/connect.js'
+import postgres from '../db/postgres-driver.js'
 import type { Metrics } from '../metrics.js'
 import { computeBackoffMs } from './backoff.js'
 
@@ -9,6 +9,19 @@ import { computeBackoffMs } from './backoff.js'
 export const CHANGE_CHANNEL = 'shell_changed'
 /** Payload prefix of the feed's own liveness probes: not a change, never a reload. */
 const PROBE_PREFIX = 'probe:'
+/**
+ * Fresh listening connections in a row whose probe never came back before
+ * LISTEN is taken not to work there (a transaction pooler hands the session
+ * that ran it back to its pool): one is a connection that went silent, a
+ * second on a new connection is the pattern.
+ */
+const DEAF_AFTER_SILENT_LISTENS = 2
+/**
+ * Once LISTEN is taken not to work, it is tried again this seldom (the
+ * pooler may be reconfigured), quietly; the feed checks the database on its
+ * own meanwhile.
+ */
+const DEAF_RELISTEN_INTERVAL_MS = 60_000
 
 export interface ChangeListenerOptions {
   /** Pool the probes are sent through. */
@@ -30,6 +43,8 @@ export interface ChangeListenerOptions {
 
 export interface ChangeListener {
   start(): void
+  /** True once a probe came back on the listening connection, until one does not. */
+  isListening(): boolean
   /** Checks the listening connection at once, e.g. after the database failed a reload. */
   probeSoon(): void
   close(): Promise<void>
@@ -58,6 +73,11 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
   let probeTimer: NodeJS.Timeout | undefined
   let probeCount = 0
   let probing = false
+  // Proven by a probe's round trip, not by LISTEN's answer: a pooler answers LISTEN too.
+  let listening = false
+  // Fresh listening connections in a row whose probe did not come back.
+  let silentListens = 0
+  let deaf = false
   let pendingProbe: { payload: string; resolve: () => void } | undefined
 
   async function connectListener(): Promise<void> {
@@ -66,6 +86,8 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
     const client = postgres(feedUrl, {
       max: 1,
       connect_timeout: 10,
+      // As the pool: no named statements, which a transaction pooler cannot keep.
+      prepare: false,
       onnotice: () => {},
       connection: { application_name: 'shell-data-feed' },
     })
@@ -80,19 +102,19 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
         () => {
           // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
           if (!isCurrent()) return
-          metrics.feedListening.set(1)
           listenFailures = 0
-          logger.info('listening for changes')
+          logger[deaf ? 'debug' : 'info']('LISTEN sent; proving it with a probe')
           const isReconnect = listenedBefore
           listenedBefore = true
           options.onListen(isReconnect)
+          scheduleProbe(0)
         },
       )
     } catch (error) {
       if (!isCurrent()) return
       listenFailures += 1
       const retryInMs = computeBackoffMs(listenFailures)
-      metrics.feedListening.set(0)
+      setListening(false)
       options.onListenError(error)
       logger.warn(
         { err: error, attempt: listenFailures, retryInMs },
@@ -147,12 +169,16 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
         const current = listener === client && !closed
         if (current && cameBack) {
           // Proven, also after a failed probe set the gauge to 0 with the listener intact.
-          metrics.feedListening.set(1)
+          if (!listening) logger.info('listening for changes')
+          if (deaf) logger.info('notifications arrive on the listening connection again')
+          setListening(true)
+          silentListens = 0
+          deaf = false
           if (poolStalled) logger.info('the database answers the liveness probe again')
           poolStalled = false
         } else if (current && notified) {
-          logger.warn('the listening connection went silent; reconnecting it')
-          restartListener()
+          handleSilentListener()
+          nextProbeInMs = 0
         } else if (current) {
           // The pool's probe query itself hangs: reloads would too. Say so once; probe soon.
           if (!poolStalled) {
@@ -162,13 +188,13 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
             )
           }
           poolStalled = true
-          metrics.feedListening.set(0)
+          setListening(false)
           nextProbeInMs = Math.min(probeIntervalMs, 1_000)
         }
       } catch {
         // The database is unreachable through the pool too: the listener is surely down
         // with it. Probe again soon, so that its return is noticed quickly.
-        metrics.feedListening.set(0)
+        setListening(false)
         nextProbeInMs = Math.min(probeIntervalMs, 1_000)
       } finally {
         clearTimeout(timeout)
@@ -176,16 +202,48 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       }
     }
     probing = false
-    scheduleProbe(nextProbeInMs)
+    // A listener being replaced is probed once its LISTEN is in place (onlisten).
+    if (nextProbeInMs > 0 || listener !== undefined) scheduleProbe(nextProbeInMs || probeIntervalMs)
   }
 
-  function restartListener(): void {
-    metrics.feedListening.set(0)
+  /**
+   * A notification sent through the pool did not come back. Once, the
+   * connection went silent: a new one is made at once. On fresh connections
+   * in a row, LISTEN does not work through FEED_DATABASE_URL: said once, then
+   * tried again seldom and quietly, while the feed checks the database itself.
+   */
+  function handleSilentListener(): void {
+    setListening(false)
+    silentListens += 1
+    if (silentListens < DEAF_AFTER_SILENT_LISTENS) {
+      logger.warn('the listening connection went silent; reconnecting it')
+      restartListener(0)
+      return
+    }
+    if (!deaf) {
+      logger.warn(
+        { retryInMs: DEAF_RELISTEN_INTERVAL_MS },
+        'LISTEN does not work through FEED_DATABASE_URL: notifications never arrive, even on a new connection, as behind a transaction pooler (PgBouncer in transaction mode); point FEED_DATABASE_URL at PostgreSQL or at a session-mode pool. Until then changes are found by checking the database periodically',
+      )
+    } else {
+      logger.debug('notifications still do not arrive on the listening connection')
+    }
+    deaf = true
+    restartListener(DEAF_RELISTEN_INTERVAL_MS)
+  }
+
+  function restartListener(delayMs: number): void {
+    setListening(false)
     const stale = listener
     listener = undefined
     void stale?.end({ timeout: 0 })
     clearTimeout(listenTimer)
-    void connectListener()
+    listenTimer = setTimeout(() => void connectListener(), delayMs)
+  }
+
+  function setListening(proven: boolean): void {
+    listening = proven
+    metrics.feedListening.set(proven ? 1 : 0)
   }
 
   return {
@@ -193,13 +251,14 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       void connectListener()
       scheduleProbe(probeIntervalMs)
     },
+    isListening: () => listening,
     probeSoon: () => scheduleProbe(0),
     async close() {
       closed = true
       clearTimeout(listenTimer)
       clearTimeout(probeTimer)
       pendingProbe?.resolve()
-      metrics.feedListening.set(0)
+      setListening(false)
       const client = listener
       listener = undefined
       await client?.end({ timeout: 1 })

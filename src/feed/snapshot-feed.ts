@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
+import { readAppRevisions, revisionsMoved } from '../db/read-app-revisions.js'
 import { type AppRevisions, readSnapshotRows } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
 import { type BuildSnapshotOptions, buildSnapshot } from '../snapshot/build.js'
@@ -29,7 +30,17 @@ export interface SnapshotFeedOptions {
   readonly probeTimeoutMs?: number
   /** How long a reload's read may take before it is given up as failed and retried. */
   readonly reloadTimeoutMs?: number
+  /** How often the revisions are checked while the feed is not proven to be listening. */
+  readonly unheardCheckIntervalMs?: number
 }
+
+/**
+ * While no notification can be heard (LISTEN through a transaction pooler, a
+ * listening connection being replaced), the feed reads every app's revision
+ * this often and reloads when one moved, so that the snapshot still follows
+ * the database, a few seconds late rather than never. One small row per app.
+ */
+export const UNHEARD_CHECK_INTERVAL_MS = 3_000
 
 export interface SnapshotFeed {
   /** The snapshot in service, or undefined before the first load. */
@@ -66,6 +77,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // still running after 30 s waits on a connection that went silent (a partition),
   // which TCP may hold for minutes.
   const reloadTimeoutMs = options.reloadTimeoutMs ?? 30_000
+  const unheardCheckIntervalMs = options.unheardCheckIntervalMs ?? UNHEARD_CHECK_INTERVAL_MS
+  let unheardCheckTimer: NodeJS.Timeout | undefined
 
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.
@@ -167,6 +180,26 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     if (reloadAgain) requestReload()
   }
 
+  /** Reloads when a revision moved while nothing could be heard; a quiet no-op otherwise. */
+  async function checkUnheardChanges(): Promise<void> {
+    if (closed) return
+    const idle = !reloading && reloadTimer === undefined && knownRevisions !== undefined
+    if (idle && !listener.isListening()) {
+      try {
+        const known = knownRevisions as AppRevisions
+        const current = await withDeadline(readAppRevisions(sql), reloadTimeoutMs)
+        if (revisionsMoved(current, known)) requestReload()
+        // Nothing moved: the snapshot in service is as fresh as this read.
+        else if (knownRevisions === known) lastSuccessAt = Date.now()
+      } catch (error) {
+        // Reloads and the probe report an unreachable database; this check only waits for it.
+        logger.debug({ err: error }, 'the revision check failed')
+      }
+    }
+    if (!closed)
+      unheardCheckTimer = setTimeout(() => void checkUnheardChanges(), unheardCheckIntervalMs)
+  }
+
   function swapSnapshot(next: Snapshot): void {
     metrics.snapshotLoaded.set(1)
     // Same content: keep the snapshot in service, and with it its memoized variants.
@@ -203,10 +236,12 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       // The first load does not wait for LISTEN: a database that allows reads but not
       // LISTEN (a pooler misconfiguration) still gives a ready instance, and a warning.
       requestReload()
+      unheardCheckTimer = setTimeout(() => void checkUnheardChanges(), unheardCheckIntervalMs)
     },
     async close() {
       closed = true
       clearTimeout(reloadTimer)
+      clearTimeout(unheardCheckTimer)
       await listener.close()
     },
   }

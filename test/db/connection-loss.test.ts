@@ -1,17 +1,19 @@
 /**
- * The PostgreSQL driver on the failure paths that patches/postgres+3.4.9.patch
- * mends, each of which ended the process from inside postgres.js 3.4.9:
+ * The PostgreSQL driver that ships (src/vendor/postgres) on the failure paths
+ * its fixes mend, each of which ended or wedged the process in postgres.js 3.4.9:
  * - a backend that dies in the middle of a transaction: the driver then sends
  *   its own ROLLBACK on the closed connection, which threw from a timer.
  *   Migrations, imports and every snapshot read run in transactions, so this
  *   is the failure a database failover brings;
  * - the array-types query every new connection runs first: its promise was
  *   dropped, so its failure (the connection killed at that moment, as a
- *   failover or a fast shutdown does) was an unhandled rejection.
+ *   failover or a fast shutdown does) was an unhandled rejection;
+ * - a transaction whose connection closed while its callback went on: the
+ *   callback's later queries ran on the reconnected connection, outside it.
  */
 import { randomBytes } from 'node:crypto'
-import postgres from 'postgres'
 import t from 'tap'
+import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
@@ -135,5 +137,38 @@ t.test(
       await sql.end({ timeout: 1 })
       await db.sql.unsafe(`drop role ${role}`)
     }
+  },
+)
+
+t.test(
+  'a transaction whose connection closed runs nothing more, even once the connection is back',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`create table public.late_writes (note text)`
+    // One connection, so the pool hands the same one to the next user once it reconnects.
+    const sql = postgres(db.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    let resume: () => void = () => {}
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve
+    })
+    let late: Promise<unknown> | undefined
+    const transaction = sql.begin(async (tx) => {
+      const [row] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`
+      await db.sql`select pg_terminate_backend(${row?.pid ?? 0})`
+      // The callback waits on something else while its connection dies and comes back.
+      await paused
+      late = tx`insert into public.late_writes values ('written after the close')`.execute()
+      late.catch(() => {})
+      await late
+    })
+    await t.rejects(transaction, 'the transaction fails when its backend goes')
+    const [next] = await sql<{ one: number }[]>`select 1 as one`
+    t.equal(next?.one, 1, 'the connection serves the next user')
+    resume()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await t.rejects(late ?? Promise.resolve(), 'a query of the dead transaction is refused')
+    const written = await db.sql`select note from public.late_writes`
+    t.same(written, [], 'and never reaches the connection outside its transaction')
   },
 )

@@ -1,5 +1,5 @@
-import postgres from 'postgres'
 import t from 'tap'
+import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)

