@@ -50,6 +50,12 @@ const LOG_LEVELS: readonly LogLevel[] = [
   'silent',
 ]
 
+/** A dot path into a token payload, split into its steps: `realm_access.roles` → `realm_access`, `roles`. */
+export type ClaimPath = readonly string[]
+
+/** Keycloak's realm roles, where its default *roles* client scope puts them. */
+export const DEFAULT_ROLES_CLAIM = 'realm_access.roles'
+
 export interface OidcConfig {
   /** Canonical public issuer; a token's `iss` must equal it exactly. */
   readonly issuer: string
@@ -59,8 +65,11 @@ export interface OidcConfig {
   readonly discoveryUrl: string
   /** Explicit JWKS address; when set, discovery is skipped. */
   readonly jwksUrl: string | null
-  /** Dot path to the caller's realm roles inside the token payload. */
-  readonly rolesClaim: string
+  /**
+   * Where the caller's roles are in the token payload: dot paths split into
+   * their steps once at start. The roles are the union of the arrays found.
+   */
+  readonly rolesPaths: readonly ClaimPath[]
   /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
   readonly clockToleranceS: number
   /** Least seconds between two JWKS fetches caused by an unknown `kid`, so forged kids cannot hammer the provider. */
@@ -138,23 +147,39 @@ function readOidc(env: Env, issuer: string): OidcConfig {
   if (audiences.length === 0) {
     throw new ConfigError('OIDC_AUDIENCE', 'lists no audience')
   }
-  const rolesClaim = readString(env, 'OIDC_ROLES_CLAIM') ?? 'realm_access.roles'
-  if (rolesClaim.split('.').some((part) => part === '')) {
-    throw new ConfigError(
-      'OIDC_ROLES_CLAIM',
-      `"${rolesClaim}" is not a dot path like realm_access.roles`,
-    )
-  }
+  const rolesPaths = readClaimPaths(env, 'OIDC_ROLES_CLAIM', DEFAULT_ROLES_CLAIM)
   return Object.freeze({
     issuer,
     audiences: Object.freeze(audiences),
     discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
     jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
-    rolesClaim,
+    rolesPaths,
     clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', 30, 0, 3600),
     jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', 30, 0, 86_400),
     jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', 600, 1, 604_800),
   })
+}
+
+/** Steps joined by dots; a step is never empty and holds no space (a stray one is a typo, not a claim name). */
+const DOT_PATH = /^[^\s.]+(\.[^\s.]+)*$/
+
+/** Comma-separated dot paths, e.g. `realm_access.roles,resource_access.crm.roles`. */
+function readClaimPaths(env: Env, name: ConfigVariable, fallback: string): readonly ClaimPath[] {
+  const text = readString(env, name) ?? fallback
+  const paths = text
+    .split(',')
+    .map((path) => path.trim())
+    .filter((path) => path !== '')
+  if (paths.length === 0) throw new ConfigError(name, 'lists no dot path')
+  const bad = paths.find((path) => !DOT_PATH.test(path))
+  if (bad !== undefined) {
+    throw new ConfigError(name, `"${bad}" is not a dot path like ${DEFAULT_ROLES_CLAIM}`)
+  }
+  return Object.freeze(paths.map(splitClaimPath))
+}
+
+export function splitClaimPath(path: string): ClaimPath {
+  return Object.freeze(path.split('.'))
 }
 
 /** Unset and empty are the same: a variable set to "" in a manifest means "use the default". */

@@ -28,10 +28,25 @@ t.test('a real issuer needs an audience and fills the other OIDC settings', asyn
   t.same(config.oidc?.audiences, ['shell', 'other'])
   t.equal(config.oidc?.discoveryUrl, 'https://id.example/realms/x')
   t.equal(config.oidc?.jwksUrl, null)
-  t.equal(config.oidc?.rolesClaim, 'realm_access.roles')
+  t.same(config.oidc?.rolesPaths, [['realm_access', 'roles']])
   t.equal(config.oidc?.clockToleranceS, 30)
   t.equal(config.oidc?.jwksCooldownS, 30)
   t.equal(config.oidc?.jwksMaxAgeS, 600)
+})
+
+t.test('OIDC_ROLES_CLAIM takes several dot paths, split once at start', async (t) => {
+  const config = loadConfig({
+    OIDC_ISSUER: 'https://id.example/realms/x',
+    OIDC_AUDIENCE: 'a',
+    HOST: '0.0.0.0',
+    OIDC_ROLES_CLAIM: ' realm_access.roles , resource_access.crm.roles,',
+  })
+  t.same(config.oidc?.rolesPaths, [
+    ['realm_access', 'roles'],
+    ['resource_access', 'crm', 'roles'],
+  ])
+  t.ok(Object.isFrozen(config.oidc?.rolesPaths))
+  t.ok(Object.isFrozen(config.oidc?.rolesPaths[1]))
 })
 
 t.test('every bad value names its variable', async (t) => {
@@ -53,10 +68,12 @@ t.test('every bad value names its variable', async (t) => {
       { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_CLOCK_TOLERANCE_S: '-1' },
       'OIDC_CLOCK_TOLERANCE_S',
     ],
-    [
-      { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: 'a..b' },
-      'OIDC_ROLES_CLAIM',
-    ],
+    ...['a..b', '.roles', 'roles.', 'realm_access.roles,resource_access..roles', ',', 'a. b'].map(
+      (claim): [Record<string, string>, string] => [
+        { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: claim },
+        'OIDC_ROLES_CLAIM',
+      ],
+    ),
     [{ HOST: '0.0.0.0' }, 'HOST'],
   ]
   for (const [env, variable] of cases) {
