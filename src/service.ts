@@ -99,6 +99,7 @@ export async function startService(
       verifier,
       snapshots: feed,
       logRequests: config.logRequests,
+      corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
       ...(localIssuer === undefined ? {} : { localIssuer }),

@@ -12,6 +12,7 @@ t.test('defaults give local mode on loopback with the embedded database', async 
   t.equal(config.authFailureLog, true)
   t.equal(config.tokenCacheMax, 10_000)
   t.equal(config.logRequests, false)
+  t.same(config.corsOrigins, [])
   t.ok(Object.isFrozen(config))
 })
 
@@ -47,6 +48,56 @@ t.test('OIDC_ROLES_CLAIM takes several dot paths, split once at start', async (t
   ])
   t.ok(Object.isFrozen(config.oidc?.rolesPaths))
   t.ok(Object.isFrozen(config.oidc?.rolesPaths[1]))
+})
+
+t.test('CORS_ORIGINS: exact origins, written as browsers send them', async (t) => {
+  const config = loadConfig({
+    CORS_ORIGINS:
+      ' HTTPS://Portal.Example.COM:443 ,http://localhost:5173,, http://[::1]:8080,https://bücher.example,https://portal.example.com',
+  })
+  t.same(config.corsOrigins, [
+    'https://portal.example.com',
+    'http://localhost:5173',
+    'http://[::1]:8080',
+    'https://xn--bcher-kva.example',
+  ])
+  t.ok(Object.isFrozen(config.corsOrigins))
+})
+
+t.test('CORS_ORIGINS: anything but exact http(s) origins stops the start', async (t) => {
+  const bad = [
+    '*',
+    'https://portal.example.com,*',
+    'https://*.example.com',
+    'null',
+    'NULL',
+    ',',
+    ' , ',
+    'portal.example.com',
+    'localhost:5173',
+    'https://portal.example.com/',
+    'https://portal.example.com/app',
+    'https://portal.example.com?x=1',
+    'https://portal.example.com#top',
+    'https://portal.example.com:99999',
+    'https://',
+    'ftp://portal.example.com',
+    'file:///srv/page.html',
+    'chrome-extension://abcdefghijklmnop',
+    'https:portal.example.com',
+    'https:\\\\portal.example.com',
+  ]
+  for (const value of bad) {
+    const error = t.throws(() => loadConfig({ CORS_ORIGINS: value }), value) as ConfigError
+    t.equal(error.variable, 'CORS_ORIGINS', value)
+    t.match(error.message, /^CORS_ORIGINS: /)
+    t.notOk(error.message.includes('\n'), 'one line')
+  }
+  const withPassword = t.throws(() =>
+    loadConfig({ CORS_ORIGINS: 'https://user:secret@portal.example.com' }),
+  ) as ConfigError
+  t.equal(withPassword.variable, 'CORS_ORIGINS')
+  t.notOk(withPassword.message.includes('secret'), 'a password is never echoed')
 })
 
 t.test('every bad value names its variable', async (t) => {
