@@ -11,6 +11,7 @@ import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import { createEventStreams } from './events/event-streams.js'
+import { createCors } from './http/cors.js'
 import {
   buildHttpProblem,
   PROBLEM_CONTENT_TYPE,
@@ -37,6 +38,8 @@ export interface AppDeps {
   readonly logRequests: boolean
   /** Open event streams allowed at once (EVENT_STREAMS_MAX). */
   readonly eventStreamsMax: number
+  /** Origins whose pages may call the API from a browser (CORS_ORIGINS); none: no CORS. */
+  readonly corsOrigins?: readonly string[]
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
   /** Local mode only: the service's own issuer, served under /local-issuer. */
@@ -49,6 +52,10 @@ const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const cors =
+    deps.corsOrigins !== undefined && deps.corsOrigins.length > 0
+      ? createCors(deps.corsOrigins)
+      : undefined
   const app = Fastify({
     // Fastify's logger gives every request a child logger and response listeners, which cost
     // more than the shell's answer: it has one only when requests are to be logged. Errors
@@ -77,7 +84,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error, request, reply) => {
+      // No hook runs for these; a page on a listed origin still gets to read the problem.
+      cors?.addHeaders(request, reply)
       // The router's only parameter is an app key: one past its length limit names no app.
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') sendProblem(reply, 'notFound', 'no such app')
       else sendProblem(reply, 'badRequest', describeClientError(error))
@@ -87,6 +96,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   }) as unknown as FastifyInstance
 
   for (const schema of sharedSchemas) app.addSchema(schema)
+
+  if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
 
   // Every response fastify sends is timed here; the precomputed responses, which bypass
   // fastify's send (routes/tagged-response.ts), time themselves.
@@ -147,9 +158,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     done()
   })
 
-  registerShellRoutes(app, deps)
+  const varyByOrigin = cors !== undefined
+  registerShellRoutes(app, { ...deps, varyByOrigin })
   registerEventRoutes(app, { ...deps, streams })
-  registerAppsRoutes(app, deps)
+  registerAppsRoutes(app, { ...deps, varyByOrigin })
   registerProbeRoutes(app, deps)
   registerMetricsRoutes(app, deps)
   if (deps.localIssuer !== undefined)

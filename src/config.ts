@@ -35,6 +35,7 @@ export const CONFIG_VARIABLES = [
   'TOKEN_CACHE_MAX',
   'LOG_LEVEL',
   'LOG_REQUESTS',
+  'CORS_ORIGINS',
   'EVENT_STREAMS_MAX',
 ] as const
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number]
@@ -50,6 +51,12 @@ const LOG_LEVELS: readonly LogLevel[] = [
   'silent',
 ]
 
+/** A dot path into a token payload, split into its steps: `realm_access.roles` → `realm_access`, `roles`. */
+export type ClaimPath = readonly string[]
+
+/** Keycloak's realm roles, where its default *roles* client scope puts them. */
+export const DEFAULT_ROLES_CLAIM = 'realm_access.roles'
+
 export interface OidcConfig {
   /** Canonical public issuer; a token's `iss` must equal it exactly. */
   readonly issuer: string
@@ -59,8 +66,11 @@ export interface OidcConfig {
   readonly discoveryUrl: string
   /** Explicit JWKS address; when set, discovery is skipped. */
   readonly jwksUrl: string | null
-  /** Dot path to the caller's realm roles inside the token payload. */
-  readonly rolesClaim: string
+  /**
+   * Where the caller's roles are in the token payload: dot paths split into
+   * their steps once at start. The roles are the union of the arrays found.
+   */
+  readonly rolesPaths: readonly ClaimPath[]
   /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
   readonly clockToleranceS: number
   /** Least seconds between two JWKS fetches caused by an unknown `kid`, so forged kids cannot hammer the provider. */
@@ -89,6 +99,12 @@ export interface Config {
   readonly logLevel: LogLevel
   /** One log line per request; off by default because it halves throughput. */
   readonly logRequests: boolean
+  /**
+   * Origins whose pages may call the API from a browser, as browsers write
+   * them in `Origin` (lowercase scheme and host, no default port); empty: no
+   * CORS at all.
+   */
+  readonly corsOrigins: readonly string[]
   /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
   readonly eventStreamsMax: number
 }
@@ -122,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),
     logLevel: readChoice(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logRequests: readBoolean(env, 'LOG_REQUESTS', false),
+    corsOrigins: readOrigins(env, 'CORS_ORIGINS'),
     eventStreamsMax: readInt(env, 'EVENT_STREAMS_MAX', 10_000, 0, 1_000_000),
   })
 }
@@ -138,23 +155,39 @@ function readOidc(env: Env, issuer: string): OidcConfig {
   if (audiences.length === 0) {
     throw new ConfigError('OIDC_AUDIENCE', 'lists no audience')
   }
-  const rolesClaim = readString(env, 'OIDC_ROLES_CLAIM') ?? 'realm_access.roles'
-  if (rolesClaim.split('.').some((part) => part === '')) {
-    throw new ConfigError(
-      'OIDC_ROLES_CLAIM',
-      `"${rolesClaim}" is not a dot path like realm_access.roles`,
-    )
-  }
+  const rolesPaths = readClaimPaths(env, 'OIDC_ROLES_CLAIM', DEFAULT_ROLES_CLAIM)
   return Object.freeze({
     issuer,
     audiences: Object.freeze(audiences),
     discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
     jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
-    rolesClaim,
+    rolesPaths,
     clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', 30, 0, 3600),
     jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', 30, 0, 86_400),
     jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', 600, 1, 604_800),
   })
+}
+
+/** Steps joined by dots; a step is never empty and holds no space (a stray one is a typo, not a claim name). */
+const DOT_PATH = /^[^\s.]+(\.[^\s.]+)*$/
+
+/** Comma-separated dot paths, e.g. `realm_access.roles,resource_access.crm.roles`. */
+function readClaimPaths(env: Env, name: ConfigVariable, fallback: string): readonly ClaimPath[] {
+  const text = readString(env, name) ?? fallback
+  const paths = text
+    .split(',')
+    .map((path) => path.trim())
+    .filter((path) => path !== '')
+  if (paths.length === 0) throw new ConfigError(name, 'lists no dot path')
+  const bad = paths.find((path) => !DOT_PATH.test(path))
+  if (bad !== undefined) {
+    throw new ConfigError(name, `"${bad}" is not a dot path like ${DEFAULT_ROLES_CLAIM}`)
+  }
+  return Object.freeze(paths.map(splitClaimPath))
+}
+
+export function splitClaimPath(path: string): ClaimPath {
+  return Object.freeze(path.split('.'))
 }
 
 /** Unset and empty are the same: a variable set to "" in a manifest means "use the default". */
@@ -213,6 +246,55 @@ function readUrl(env: Env, name: ConfigVariable): string | null {
     throw new ConfigError(name, `"${text}" is not an http(s) URL`)
   }
   return text
+}
+
+/** `scheme://host[:port]` and nothing more: no path, query, fragment, credentials or trailing slash. */
+const ORIGIN_SHAPE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\\\s]+$/i
+
+/** Comma-separated exact origins, e.g. `https://portal.example.com,http://localhost:5173`. */
+function readOrigins(env: Env, name: ConfigVariable): readonly string[] {
+  const text = readString(env, name)
+  if (text === null) return Object.freeze([])
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+  if (entries.length === 0) throw new ConfigError(name, 'lists no origin')
+  return Object.freeze([...new Set(entries.map((entry) => readOrigin(name, entry)))])
+}
+
+/**
+ * One origin, serialized the way browsers send `Origin` (scheme and host
+ * lowercased, a default port dropped, an international name in punycode), so
+ * that `https://Portal.Example.com:443` in the configuration matches what a
+ * browser sends and the per-request check stays an exact string look-up.
+ */
+function readOrigin(name: ConfigVariable, entry: string): string {
+  // A browser never sends a wildcard; `https://*.example.com` would parse, and match nothing.
+  if (entry.includes('*')) {
+    throw new ConfigError(name, `"${entry}": wildcards are not allowed; list each exact origin`)
+  }
+  if (entry.toLowerCase() === 'null') {
+    throw new ConfigError(
+      name,
+      '"null" is not allowed: sandboxed frames and local files all send it, so it admits any of them',
+    )
+  }
+  const url = parseUrl(name, entry, `"${entry}" is not an origin like https://portal.example.com`)
+  // Not echoed: it may hold a password.
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError(name, 'an origin holds no user or password')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(name, `"${entry}" is not an http(s) origin`)
+  }
+  if (!ORIGIN_SHAPE.test(entry)) {
+    throw new ConfigError(
+      name,
+      `"${entry}" is not an origin: scheme://host[:port] with no path, query, fragment or trailing slash`,
+    )
+  }
+  return url.origin
 }
 
 /** Checks the shape only; never echoes the value, which may hold a password. */

@@ -49,12 +49,28 @@ const STREAM_END_REASONS = ['client', 'expired', 'gone', 'overflow', 'shutdown']
 export type StreamEndReason = (typeof STREAM_END_REASONS)[number]
 
 /**
+ * prom-client's defaults also export the sum of three of their by-type gauges
+ * as a gauge named `…_total`, a suffix that Prometheus reserves for counters,
+ * so `promtool check metrics` refuses them (prom-client issue 283, still open).
+ * The by-type gauges stay: `sum without (type) (nodejs_active_handles)` is the
+ * same number.
+ */
+const MISNAMED_DEFAULT_METRICS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+]
+
+/**
  * A registry of its own (not prom-client's global one), so that tests can build
  * many services in one process without "metric already registered" errors.
  */
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry })
+  if (options.defaultMetrics !== false) {
+    collectDefaultMetrics({ register: registry })
+    for (const name of MISNAMED_DEFAULT_METRICS) registry.removeSingleMetric(name)
+  }
   const metrics: Metrics = {
     registry,
     httpRequestDuration: createRequestDurationHistogram(registry),

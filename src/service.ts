@@ -10,7 +10,13 @@ import {
   recordLocalIssuer,
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
-import { type Config, hostInUrl, type OidcConfig } from './config.js'
+import {
+  type Config,
+  DEFAULT_ROLES_CLAIM,
+  hostInUrl,
+  type OidcConfig,
+  splitClaimPath,
+} from './config.js'
 import { connectDatabase } from './db/connect.js'
 import { findFreePort } from './db/embedded.js'
 import { seedEmptyDatabase } from './db/import-definitions.js'
@@ -41,9 +47,6 @@ export interface ServiceOptions {
   /** Defaults to a registry of its own with the process metrics. */
   readonly metrics?: Metrics
 }
-
-/** Default claims for local mode, as a real Keycloak realm would have them. */
-const LOCAL_ROLES_CLAIM = 'realm_access.roles'
 
 /**
  * Starts the whole service: database (embedded when DATABASE_URL is unset),
@@ -96,6 +99,7 @@ export async function startService(
       verifier,
       snapshots: feed,
       logRequests: config.logRequests,
+      corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
       ...(localIssuer === undefined ? {} : { localIssuer }),
@@ -175,7 +179,8 @@ function localOidcConfig(issuer: string): OidcConfig {
     audiences: [LOCAL_AUDIENCE],
     discoveryUrl: issuer,
     jwksUrl: null,
-    rolesClaim: LOCAL_ROLES_CLAIM,
+    // Where the local issuer puts roles, as a Keycloak realm would.
+    rolesPaths: [splitClaimPath(DEFAULT_ROLES_CLAIM)],
     clockToleranceS: 30,
     jwksCooldownS: 30,
     jwksMaxAgeS: 600,

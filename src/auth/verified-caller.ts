@@ -1,10 +1,11 @@
 import type { JWTPayload } from 'jose'
+import type { ClaimPath } from '../config.js'
 import { textTag } from '../content-tag.js'
 
 /** What the request path needs from a verified token, computed once and cached with it. */
 export interface VerifiedCaller {
   readonly sub: string
-  /** Realm roles from the roles claim: strings only, de-duplicated, sorted. */
+  /** Roles found at the roles paths: strings only, de-duplicated, sorted. */
   readonly roles: readonly string[]
   /** UTF-8 JSON of the response's `user` object, so handlers splice bytes instead of serializing. */
   readonly userBlock: Buffer
@@ -16,9 +17,9 @@ export interface VerifiedCaller {
 /** Builds the caller from an already verified payload whose `sub` and `exp` were checked. */
 export function buildVerifiedCaller(
   payload: JWTPayload & { sub: string; exp: number },
-  rolesClaim: string,
+  rolesPaths: readonly ClaimPath[],
 ): VerifiedCaller {
-  const roles = Object.freeze(readRoles(payload, rolesClaim))
+  const roles = Object.freeze(readRoles(payload, rolesPaths))
   // Key order is part of the contract: the bytes, and so the ETag, must not vary.
   const userJson = JSON.stringify({
     sub: payload.sub,
@@ -37,19 +38,30 @@ export function buildVerifiedCaller(
 }
 
 /**
- * Follows the dot path (`realm_access.roles` by default). A missing claim, or
- * one that is not an array, means no roles rather than a refused token: a user
- * without realm roles still sees the items that need none.
+ * The union of the string arrays at the roles paths (`realm_access.roles` by
+ * default; Keycloak puts a client's roles under `resource_access.<client>.roles`).
+ * A path that is missing, or leads to something other than an array, adds no
+ * roles rather than refusing the token: a user without roles still sees the
+ * items that need none. Sorted, because the role-set key is built from them.
  */
-export function readRoles(payload: JWTPayload, rolesClaim: string): string[] {
+export function readRoles(payload: JWTPayload, rolesPaths: readonly ClaimPath[]): string[] {
+  const roles = new Set<string>()
+  for (const path of rolesPaths) {
+    const found = followPath(payload, path)
+    if (!Array.isArray(found)) continue
+    for (const role of found) if (typeof role === 'string') roles.add(role)
+  }
+  return [...roles].sort()
+}
+
+/** Own properties only: a step named `__proto__` or `constructor` finds nothing. */
+function followPath(payload: JWTPayload, path: ClaimPath): unknown {
   let value: unknown = payload
-  for (const step of rolesClaim.split('.')) {
-    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, step)) return []
+  for (const step of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, step)) return undefined
     value = (value as Record<string, unknown>)[step]
   }
-  if (!Array.isArray(value)) return []
-  const roles = new Set(value.filter((role): role is string => typeof role === 'string'))
-  return [...roles].sort()
+  return value
 }
 
 function readOptionalString(value: unknown): string | null {

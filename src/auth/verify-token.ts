@@ -121,7 +121,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       // jose's decoder also takes padding and whitespace, which this service has always refused.
       if (!isBase64urlSegment(payloadSegment)) throw malformedPayload()
       checkAccessTokenClaims(payload)
-      const caller = buildVerifiedCaller(payload, oidc.rolesClaim)
+      const caller = buildVerifiedCaller(payload, oidc.rolesPaths)
       if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
       return caller
     } catch (error) {

@@ -5,14 +5,20 @@ import type { Metrics } from '../metrics.js'
 import { authenticateThen } from './authenticate.js'
 import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady, sendTagged, VARY_BY_CALLER } from './tagged-response.js'
+import { sendNotReady, sendTagged, VARY_BY_CALLER, varyWithOrigin } from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
 export function registerAppsRoutes(
   app: FastifyInstance,
-  deps: { verifier: TokenVerifier; snapshots: SnapshotSource; metrics: Metrics },
+  deps: {
+    verifier: TokenVerifier
+    snapshots: SnapshotSource
+    metrics: Metrics
+    varyByOrigin: boolean
+  },
 ): void {
   const { verifier, snapshots, metrics } = deps
+  const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
   app.get('/api/v1/apps', { schema: { response: appsResponses } }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
@@ -22,7 +28,7 @@ export function registerAppsRoutes(
       return sendTagged(
         request,
         reply,
-        { etag, vary: VARY_BY_CALLER, body: () => [body] },
+        { etag, vary, body: () => [body] },
         metrics.httpRequestDuration,
       )
     }),

@@ -7,7 +7,12 @@ import { authenticateThen } from './authenticate.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady, sendTagged, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
+import {
+  sendNotReady,
+  sendTagged,
+  VARY_BY_CALLER_AND_LANGUAGE,
+  varyWithOrigin,
+} from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
@@ -19,9 +24,15 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
  */
 export function registerShellRoutes(
   app: FastifyInstance,
-  deps: { verifier: TokenVerifier; snapshots: SnapshotSource; metrics: Metrics },
+  deps: {
+    verifier: TokenVerifier
+    snapshots: SnapshotSource
+    metrics: Metrics
+    varyByOrigin: boolean
+  },
 ): void {
   const { verifier, snapshots, metrics } = deps
+  const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
@@ -41,7 +52,7 @@ export function registerShellRoutes(
         return sendTagged(
           request,
           reply,
-          { etag, vary: VARY_BY_CALLER_AND_LANGUAGE, contentLanguage: locale, body },
+          { etag, vary, contentLanguage: locale, body },
           metrics.httpRequestDuration,
         )
       })

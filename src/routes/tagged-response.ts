@@ -29,6 +29,17 @@ export interface TaggedResponse {
 }
 
 /**
+ * With CORS on, a tagged response varies with Origin too, also when the
+ * request had none: a browser must not answer a page's cross-origin request
+ * from a response it cached for a request without Origin, which carries no
+ * CORS headers (the Fetch standard's rule for CORS and HTTP caches). Chosen
+ * once, when the routes are registered, so no request pays for it.
+ */
+export function varyWithOrigin(vary: string, varyByOrigin: boolean): string {
+  return varyByOrigin ? `${vary}, Origin` : vary
+}
+
+/**
  * Sends precomputed bytes with their ETag, or a 304 with the same caching
  * headers when `If-None-Match` matches, straight onto the socket: the
  * pieces go out in one write of their own (the user block between a

@@ -70,8 +70,8 @@ t.test('tokens that end alike never share a caller', async (t) => {
   const nowMs = Date.now()
   const cache = createTokenCache({ max: 10, now: () => nowMs })
   const exp = Math.floor(nowMs / 1000) + 300
-  const alice = buildVerifiedCaller({ sub: 'alice', exp }, 'realm_access.roles')
-  const bob = buildVerifiedCaller({ sub: 'bob', exp }, 'realm_access.roles')
+  const alice = buildVerifiedCaller({ sub: 'alice', exp }, [['realm_access', 'roles']])
+  const bob = buildVerifiedCaller({ sub: 'bob', exp }, [['realm_access', 'roles']])
   // The cache keys by the last 43 characters; these two differ only before them.
   const sharedEnd = 'S'.repeat(43)
   const aliceToken = `header.alice-payload.${sharedEnd}`

@@ -62,7 +62,7 @@ export async function setUpVerifier(
     audiences: ['shell-data', 'other-audience'],
     discoveryUrl: server.issuer,
     jwksUrl: null,
-    rolesClaim: 'realm_access.roles',
+    rolesPaths: [['realm_access', 'roles']],
     clockToleranceS: 30,
     jwksCooldownS: 30,
     jwksMaxAgeS: 600,

@@ -191,7 +191,7 @@ t.test('roles come from realm_access.roles, strings only, de-duplicated and sort
 
 t.test('roles follow a custom OIDC_ROLES_CLAIM path', async (t) => {
   const fixture = await setUpVerifier(t, {
-    oidc: () => ({ rolesClaim: 'resource_access.shell.roles' }),
+    oidc: () => ({ rolesPaths: [['resource_access', 'shell', 'roles']] }),
   })
   const caller = await authenticated(
     fixture.verifier,

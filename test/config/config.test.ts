@@ -12,6 +12,7 @@ t.test('defaults give local mode on loopback with the embedded database', async 
   t.equal(config.authFailureLog, true)
   t.equal(config.tokenCacheMax, 10_000)
   t.equal(config.logRequests, false)
+  t.same(config.corsOrigins, [])
   t.ok(Object.isFrozen(config))
 })
 
@@ -28,10 +29,75 @@ t.test('a real issuer needs an audience and fills the other OIDC settings', asyn
   t.same(config.oidc?.audiences, ['shell', 'other'])
   t.equal(config.oidc?.discoveryUrl, 'https://id.example/realms/x')
   t.equal(config.oidc?.jwksUrl, null)
-  t.equal(config.oidc?.rolesClaim, 'realm_access.roles')
+  t.same(config.oidc?.rolesPaths, [['realm_access', 'roles']])
   t.equal(config.oidc?.clockToleranceS, 30)
   t.equal(config.oidc?.jwksCooldownS, 30)
   t.equal(config.oidc?.jwksMaxAgeS, 600)
+})
+
+t.test('OIDC_ROLES_CLAIM takes several dot paths, split once at start', async (t) => {
+  const config = loadConfig({
+    OIDC_ISSUER: 'https://id.example/realms/x',
+    OIDC_AUDIENCE: 'a',
+    HOST: '0.0.0.0',
+    OIDC_ROLES_CLAIM: ' realm_access.roles , resource_access.crm.roles,',
+  })
+  t.same(config.oidc?.rolesPaths, [
+    ['realm_access', 'roles'],
+    ['resource_access', 'crm', 'roles'],
+  ])
+  t.ok(Object.isFrozen(config.oidc?.rolesPaths))
+  t.ok(Object.isFrozen(config.oidc?.rolesPaths[1]))
+})
+
+t.test('CORS_ORIGINS: exact origins, written as browsers send them', async (t) => {
+  const config = loadConfig({
+    CORS_ORIGINS:
+      ' HTTPS://Portal.Example.COM:443 ,http://localhost:5173,, http://[::1]:8080,https://bücher.example,https://portal.example.com',
+  })
+  t.same(config.corsOrigins, [
+    'https://portal.example.com',
+    'http://localhost:5173',
+    'http://[::1]:8080',
+    'https://xn--bcher-kva.example',
+  ])
+  t.ok(Object.isFrozen(config.corsOrigins))
+})
+
+t.test('CORS_ORIGINS: anything but exact http(s) origins stops the start', async (t) => {
+  const bad = [
+    '*',
+    'https://portal.example.com,*',
+    'https://*.example.com',
+    'null',
+    'NULL',
+    ',',
+    ' , ',
+    'portal.example.com',
+    'localhost:5173',
+    'https://portal.example.com/',
+    'https://portal.example.com/app',
+    'https://portal.example.com?x=1',
+    'https://portal.example.com#top',
+    'https://portal.example.com:99999',
+    'https://',
+    'ftp://portal.example.com',
+    'file:///srv/page.html',
+    'chrome-extension://abcdefghijklmnop',
+    'https:portal.example.com',
+    'https:\\\\portal.example.com',
+  ]
+  for (const value of bad) {
+    const error = t.throws(() => loadConfig({ CORS_ORIGINS: value }), value) as ConfigError
+    t.equal(error.variable, 'CORS_ORIGINS', value)
+    t.match(error.message, /^CORS_ORIGINS: /)
+    t.notOk(error.message.includes('\n'), 'one line')
+  }
+  const withPassword = t.throws(() =>
+    loadConfig({ CORS_ORIGINS: 'https://user:secret@portal.example.com' }),
+  ) as ConfigError
+  t.equal(withPassword.variable, 'CORS_ORIGINS')
+  t.notOk(withPassword.message.includes('secret'), 'a password is never echoed')
 })
 
 t.test('every bad value names its variable', async (t) => {
@@ -53,10 +119,12 @@ t.test('every bad value names its variable', async (t) => {
       { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_CLOCK_TOLERANCE_S: '-1' },
       'OIDC_CLOCK_TOLERANCE_S',
     ],
-    [
-      { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: 'a..b' },
-      'OIDC_ROLES_CLAIM',
-    ],
+    ...['a..b', '.roles', 'roles.', 'realm_access.roles,resource_access..roles', ',', 'a. b'].map(
+      (claim): [Record<string, string>, string] => [
+        { OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_ROLES_CLAIM: claim },
+        'OIDC_ROLES_CLAIM',
+      ],
+    ),
     [{ HOST: '0.0.0.0' }, 'HOST'],
   ]
   for (const [env, variable] of cases) {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { collectDefaultMetrics, Registry } from 'prom-client'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { CONFIG_VARIABLES } from '../../src/config.js'
@@ -47,6 +48,27 @@ t.test('every metric of the service is described', async (t) => {
     t.match(guide, new RegExp(`^\\| \`${metric.name}\` \\|`, 'm'), `${metric.name} has a row`)
   }
 })
+
+t.test(
+  "prom-client's default metrics that the service leaves out have a replacement",
+  async (t) => {
+    const defaults = new Registry()
+    collectDefaultMetrics({ register: defaults })
+    const exported = new Set(
+      createMetrics({ defaultMetrics: true })
+        .registry.getMetricsAsArray()
+        .map((metric) => metric.name),
+    )
+    const leftOut = defaults
+      .getMetricsAsArray()
+      .map((metric) => metric.name)
+      .filter((name) => !exported.has(name))
+    t.ok(leftOut.length > 0, 'some are left out')
+    for (const name of leftOut) {
+      t.match(guide, new RegExp(`^\\| \`${name}\` \\| \`sum without`, 'm'), `${name} has a row`)
+    }
+  },
+)
 
 t.test('the example alert rules parse and use only metrics the service exports', async (t) => {
   const known = serviceMetricNames()

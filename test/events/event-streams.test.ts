@@ -41,10 +41,9 @@ t.test(
       max: 10,
     })
     t.teardown(() => streams.close())
-    const caller = buildVerifiedCaller(
-      { sub: 'slow', exp: Math.floor(Date.now() / 1000) + 300 },
-      'realm_access.roles',
-    )
+    const caller = buildVerifiedCaller({ sub: 'slow', exp: Math.floor(Date.now() / 1000) + 300 }, [
+      ['realm_access', 'roles'],
+    ])
     const response = new StalledResponse()
     response.write(Buffer.alloc(100 * 1024))
     streams.open({

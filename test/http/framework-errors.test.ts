@@ -19,7 +19,7 @@ const verifier = createTokenVerifier({
     audiences: ['shell-data'],
     discoveryUrl: 'http://127.0.0.1:9/realms/none',
     jwksUrl: null,
-    rolesClaim: 'realm_access.roles',
+    rolesPaths: [['realm_access', 'roles']],
     clockToleranceS: 30,
     jwksCooldownS: 30,
     jwksMaxAgeS: 600,

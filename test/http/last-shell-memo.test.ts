@@ -27,7 +27,7 @@ function countingView(key: string): AppView & { calls: number } {
 const snapshotOf = (version: string) => ({ version }) as unknown as Snapshot
 const exp = Math.floor(Date.now() / 1000) + 300
 const caller = (sub: string, roles: string[]) =>
-  buildVerifiedCaller({ sub, exp, realm_access: { roles } }, 'realm_access.roles')
+  buildVerifiedCaller({ sub, exp, realm_access: { roles } }, [['realm_access', 'roles']])
 
 t.test('a repeat request of the same caller, app and snapshot reuses the last shell', async (t) => {
   const lastShellOf = createLastShellMemo()

@@ -1,0 +1,102 @@
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { sendProblem } from './problem.js'
+
+/**
+ * CORS for pages on the listed origins (CORS_ORIGINS) that call the API from
+ * a browser. Built only when origins are listed: without them no hook runs
+ * and `OPTIONS` stays a 405 like every other method.
+ */
+export interface Cors {
+  /** The hook on every request: answers preflights, and marks the responses to listed origins. */
+  readonly onRequest: onRequestHookHandler
+  /** The same marks, for the responses fastify sends without running hooks (a URL it cannot route). */
+  addHeaders(request: FastifyRequest, reply: FastifyReply): void
+}
+
+/** Every API path, present and future; probes, metrics and the local issuer serve servers, not pages. */
+const API_PREFIX = '/api/v1/'
+
+/**
+ * Response headers a page may read beyond the always-readable ones: the ETag
+ * to revalidate with, the language chosen, `WWW-Authenticate` to tell an
+ * expired token (`error="invalid_token"`, fetch a new one) from a missing one,
+ * and `Retry-After` to know when a 503 is worth retrying.
+ */
+const EXPOSED_HEADERS = 'ETag, Content-Language, WWW-Authenticate, Retry-After'
+
+/** The only methods the API answers. */
+const ALLOWED_METHODS = 'GET, HEAD'
+
+/**
+ * The request headers the API reads: the token, revalidation, the language,
+ * and where an event stream resumes.
+ */
+const ALLOWED_HEADERS = 'Authorization, If-None-Match, Accept-Language, Last-Event-ID'
+
+/**
+ * Seconds a browser may reuse a preflight answer for one URL: a page costs one
+ * preflight per URL every ten minutes, and a change of the allowed methods or
+ * headers in a new release reaches open pages within that time.
+ */
+const PREFLIGHT_MAX_AGE_S = '600'
+
+/** Never `Access-Control-Allow-Credentials`: the API reads a Bearer token, no cookie. */
+const PREFLIGHT_HEADERS = {
+  'access-control-allow-methods': ALLOWED_METHODS,
+  'access-control-allow-headers': ALLOWED_HEADERS,
+  'access-control-max-age': PREFLIGHT_MAX_AGE_S,
+}
+
+/**
+ * `origins` are exact and already serialized as browsers send them
+ * (config.ts), so a request is matched by one Set look-up of its `Origin`
+ * header as is: `http://` for an `https://` origin, another port, a longer
+ * host and `null` are simply other strings.
+ */
+export function createCors(origins: readonly string[]): Cors {
+  const listed: ReadonlySet<string> = new Set(origins)
+
+  /** The origin of a request these rules apply to, or undefined. */
+  function listedOrigin(request: FastifyRequest): string | undefined {
+    const origin = request.headers.origin
+    if (origin === undefined || !listed.has(origin)) return undefined
+    return request.url.startsWith(API_PREFIX) ? origin : undefined
+  }
+
+  function markListed(reply: FastifyReply, origin: string): void {
+    reply
+      .header('access-control-allow-origin', origin)
+      .header('access-control-expose-headers', EXPOSED_HEADERS)
+      // Routes that vary with more (Authorization, Accept-Language) list Origin with them.
+      .header('vary', 'Origin')
+  }
+
+  return {
+    onRequest(request, reply, done) {
+      const origin = request.headers.origin
+      // Requests without Origin (servers, same-origin pages, curl) cost this one check.
+      if (origin === undefined || !request.url.startsWith(API_PREFIX)) {
+        done()
+        return
+      }
+      const preflight =
+        request.method === 'OPTIONS' &&
+        request.headers['access-control-request-method'] !== undefined
+      if (!listed.has(origin)) {
+        // No CORS header at all: the browser refuses the page whatever the status.
+        if (preflight) sendProblem(reply, 'originNotAllowed', 'this origin may not call the API')
+        else done()
+        return
+      }
+      markListed(reply, origin)
+      // An OPTIONS without Access-Control-Request-Method is no preflight: the route's 405.
+      if (preflight) reply.code(204).headers(PREFLIGHT_HEADERS).send()
+      else done()
+    },
+
+    addHeaders(request, reply) {
+      const origin = listedOrigin(request)
+      if (origin !== undefined) markListed(reply, origin)
+    },
+  }
+}
