@@ -31,6 +31,25 @@ export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<App
   )
 }
 
+/**
+ * The stored definitions of the given apps, by key (an app not stored is
+ * absent), read in one read-only snapshot. No advisory lock, no row lock: a
+ * dry run neither waits for an import nor holds one up.
+ */
+export async function readAppDefinitionsByKey(
+  sql: Sql,
+  keys: readonly string[],
+): Promise<Map<string, AppDefinition>> {
+  return sql.begin('isolation level repeatable read read only', async (tx) => {
+    const stored = new Map<string, AppDefinition>()
+    for (const key of keys) {
+      const [app] = await readAppDefinitionsIn(tx, key)
+      if (app !== undefined) stored.set(key, app)
+    }
+    return stored
+  })
+}
+
 async function readAppDefinitionsIn(
   sql: Queryable,
   appKey: string | null,
