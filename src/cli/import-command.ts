@@ -1,22 +1,51 @@
-import { importDefinitions } from '../db/import-definitions.js'
+import { parseArgs } from 'node:util'
+import { importDefinitions, planImport } from '../db/import-definitions.js'
+import type { AppPlan } from '../definitions/plan-app-change.js'
 import { DefinitionsError, readDefinitionFiles } from '../definitions/read-definition-files.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runImport(args: string[], context: CommandContext): Promise<number> {
-  if (args.length === 0) {
+  let dryRun: boolean
+  let files: string[]
+  try {
+    const parsed = parseArgs({
+      args,
+      options: { 'dry-run': { type: 'boolean' } },
+      strict: true,
+      allowPositionals: true,
+    })
+    dryRun = parsed.values['dry-run'] === true
+    files = parsed.positionals
+  } catch (error) {
+    process.stderr.write(`shell-data import: ${(error as Error).message}\n`)
+    return 1
+  }
+  if (files.length === 0) {
     process.stderr.write('shell-data import: name one or more definition files\n')
     return 1
   }
   let apps: Awaited<ReturnType<typeof readDefinitionFiles>>
   try {
-    apps = await readDefinitionFiles(args)
+    apps = await readDefinitionFiles(files)
   } catch (error) {
     if (!(error instanceof DefinitionsError)) throw error
     process.stderr.write(`shell-data import: nothing written, ${error.message}\n`)
     return 1
   }
+  if (dryRun) {
+    const plans = await withDatabase(context, (sql) => planImport(sql, apps))
+    process.stdout.write(plans.map(formatPlan).join(''))
+    return 0
+  }
   const results = await withDatabase(context, (sql) => importDefinitions(sql, apps))
   for (const { key, outcome } of results) process.stdout.write(`${key}: ${outcome}\n`)
   return 0
+}
+
+/** `crm: change` and its differences indented under it, one per line. */
+function formatPlan(plan: AppPlan): string {
+  return [`${plan.key}: ${plan.action}`, ...plan.differences.map((line) => `  ${line}`)]
+    .map((line) => `${line}\n`)
+    .join('')
 }

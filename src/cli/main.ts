@@ -14,6 +14,8 @@ import { runToken } from './token-command.js'
 const USAGE = `usage:
   shell-data migrate                 apply sql/ migrations
   shell-data import FILE...          apply app definitions (all files are checked before anything is written)
+  shell-data import --dry-run FILE...
+                                     check them and print, per app, what an import would change; write nothing
   shell-data export [APP_KEY]        print app definitions in the import format
   shell-data token [--sub S] [--roles a,b] [--ttl 1h]
                                      local mode only: print a token the local issuer signed`

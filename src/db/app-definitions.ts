@@ -1,4 +1,4 @@
-import { isDeepStrictEqual } from 'node:util'
+import { planAppChange } from '../definitions/plan-app-change.js'
 import { sortLabels } from '../definitions/sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
 import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
@@ -29,6 +29,25 @@ export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<App
   return sql.begin('isolation level repeatable read read only', (tx) =>
     readAppDefinitionsIn(tx, appKey ?? null),
   )
+}
+
+/**
+ * The stored definitions of the given apps, by key (an app not stored is
+ * absent), read in one read-only snapshot. No advisory lock, no row lock: a
+ * dry run neither waits for an import nor holds one up.
+ */
+export async function readAppDefinitionsByKey(
+  sql: Sql,
+  keys: readonly string[],
+): Promise<Map<string, AppDefinition>> {
+  return sql.begin('isolation level repeatable read read only', async (tx) => {
+    const stored = new Map<string, AppDefinition>()
+    for (const key of keys) {
+      const [app] = await readAppDefinitionsIn(tx, key)
+      if (app !== undefined) stored.set(key, app)
+    }
+    return stored
+  })
 }
 
 async function readAppDefinitionsIn(
@@ -92,16 +111,17 @@ export type ApplyOutcome = 'created' | 'updated' | 'unchanged'
 
 /**
  * Applies one app in one transaction: the app, its branding and its menus are
- * replaced whole. An app whose stored definition already equals the given one
- * is left alone, so that export then import writes nothing and wakes no
- * instance.
+ * replaced whole. An app whose plan says unchanged is left alone, so that
+ * export then import writes nothing and wakes no instance; deciding by the
+ * plan keeps a dry run's word and the import's deed the same.
  */
 export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<ApplyOutcome> {
   return sql.begin(async (tx) => {
     // Serializes concurrent imports of the same app; the row may not exist yet.
     await tx`select pg_advisory_xact_lock(hashtext('shell.apps'), hashtext(${app.key}))`
     const [current] = await readAppDefinitionsIn(tx, app.key)
-    if (current !== undefined && isDeepStrictEqual(current, app)) return 'unchanged'
+    const plan = planAppChange(current ?? null, app)
+    if (plan.action === 'unchanged') return 'unchanged'
     const appValues = columnValues(APP_COLUMNS, {
       appKey: app.key,
       name: app.name,
@@ -126,7 +146,7 @@ export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<
     }
     await tx`delete from shell.menu_items where app_key = ${app.key}`
     for (const zone of ZONES) await insertItems(tx, app.key, zone, app.menus[zone], null)
-    return current === undefined ? 'created' : 'updated'
+    return plan.action === 'create' ? 'created' : 'updated'
   })
 }
 

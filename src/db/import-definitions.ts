@@ -2,9 +2,14 @@ import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
+import { type AppPlan, planAppChange } from '../definitions/plan-app-change.js'
 import { readDefinitionFiles } from '../definitions/read-definition-files.js'
 import type { AppDefinition } from '../definitions/types.js'
-import { type ApplyOutcome, applyAppDefinition } from './app-definitions.js'
+import {
+  type ApplyOutcome,
+  applyAppDefinition,
+  readAppDefinitionsByKey,
+} from './app-definitions.js'
 import type { Sql } from './connect.js'
 
 /** `seeds/` at the package root: loaded into an empty database at a local start. */
@@ -19,6 +24,18 @@ export async function importDefinitions(
   for (const app of apps)
     results.push({ key: app.key, outcome: await applyAppDefinition(sql, app) })
   return results
+}
+
+/**
+ * What importDefinitions would do to each app, by the same plan that it
+ * follows, without writing, locking or notifying anything.
+ */
+export async function planImport(sql: Sql, apps: readonly AppDefinition[]): Promise<AppPlan[]> {
+  const stored = await readAppDefinitionsByKey(
+    sql,
+    apps.map((app) => app.key),
+  )
+  return apps.map((app) => planAppChange(stored.get(app.key) ?? null, app))
 }
 
 /** A database with no app at all gets `seeds/`, so a first start shows something real. */

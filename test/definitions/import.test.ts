@@ -1,34 +1,11 @@
-import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import t from 'tap'
 import { readAppDefinitions } from '../../src/db/app-definitions.js'
 import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
-
-const execFileAsync = promisify(execFile)
-const CLI = ['--import', 'tsx', 'src/cli/main.ts']
-
-interface CliResult {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-/** Runs the real `shell-data` command against a test database. */
-async function runCli(databaseUrl: string, ...args: string[]): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [...CLI, ...args], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
-    })
-    return { code: 0, stdout, stderr }
-  } catch (error) {
-    const failure = error as { code: number; stdout: string; stderr: string }
-    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr }
-  }
-}
+import { dumpRows, runCli } from '../helpers/shell-data-cli.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'shell-data-import-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -37,18 +14,6 @@ async function writeDefinitions(content: unknown): Promise<string> {
   const file = join(dir, `definitions-${fileCount++}.json`)
   await writeFile(file, typeof content === 'string' ? content : JSON.stringify(content, null, 2))
   return file
-}
-
-/** Every row of every table, for "nothing changed" checks. */
-async function dumpRows(sql: postgres.Sql): Promise<unknown> {
-  return sql`
-    select json_build_object(
-      'apps', (select coalesce(json_agg(a order by app_key), '[]') from shell.apps a),
-      'branding', (select coalesce(json_agg(b order by app_key), '[]') from shell.branding b),
-      'items', (select coalesce(json_agg(m order by id), '[]') from shell.menu_items m),
-      'grants', (select coalesce(json_agg(g order by menu_item_id, role), '[]') from shell.menu_role_grants g),
-      'labels', (select coalesce(json_agg(l order by menu_item_id, locale), '[]') from shell.menu_item_labels l)
-    ) as rows`
 }
 
 t.test(

@@ -1,0 +1,93 @@
+import { mapZones } from '../vocabulary.js'
+import {
+  type Describers,
+  describeEntryChanges,
+  describeFieldChanges,
+  describeFields,
+  describeJson,
+  describeText,
+} from './describe-values.js'
+import { diffMenuItems } from './diff-menu-items.js'
+import { formatKey } from './json-path.js'
+import type { AppDefinition, BrandingDefinition } from './types.js'
+import { normalizeBranding } from './validate-definitions.js'
+
+export type PlanAction = 'create' | 'unchanged' | 'change'
+
+/**
+ * What importing one app would do. The import writes exactly when the action
+ * is not `unchanged`, and a dry run prints the plan, so the two cannot tell
+ * different stories.
+ */
+export interface AppPlan {
+  readonly key: string
+  readonly action: PlanAction
+  /**
+   * One line per difference, `+` added, `-` removed, `~` changed: the app's
+   * fields, then its branding, then its items in menu order; empty when
+   * unchanged.
+   */
+  readonly differences: readonly string[]
+}
+
+/** Typed over every app field but the key (the identity), branding and menus (compared apart). */
+const APP_FIELDS: Describers<Omit<AppDefinition, 'key' | 'branding' | 'menus'>> = {
+  name: describeText,
+  description: describeText,
+  homeUrl: describeText,
+  defaultLocale: (tag) => tag,
+}
+
+/** Every branding field but the theme, which is compared key by key. */
+const BRANDING_FIELDS: Describers<Omit<BrandingDefinition, 'theme'>> = {
+  productName: describeText,
+  logoUrl: describeText,
+  faviconUrl: describeText,
+  primaryColor: describeText,
+  accentColor: describeText,
+  footerText: describeText,
+}
+
+/** A branding whose every field holds its default: what a new or removed branding's line leaves out. */
+const EMPTY_BRANDING = normalizeBranding({})
+
+const NO_MENUS: AppDefinition['menus'] = mapZones(() => [])
+
+/**
+ * Compares the stored definition of an app (null when there is none) with the
+ * one to import; both normalized, as readAppDefinitions and the file reader
+ * give them.
+ */
+export function planAppChange(stored: AppDefinition | null, wanted: AppDefinition): AppPlan {
+  const differences = [
+    ...diffAppFields(stored, wanted),
+    ...diffBranding(stored?.branding ?? null, wanted.branding),
+    ...diffMenuItems(stored?.menus ?? NO_MENUS, wanted.menus),
+  ]
+  const action = stored === null ? 'create' : differences.length === 0 ? 'unchanged' : 'change'
+  return { key: wanted.key, action, differences }
+}
+
+function diffAppFields(stored: AppDefinition | null, wanted: AppDefinition): string[] {
+  if (stored === null) return [`+ app: ${describeFields(APP_FIELDS, wanted).join(', ')}`]
+  return describeFieldChanges(APP_FIELDS, stored, wanted).map((change) => `~ app: ${change}`)
+}
+
+function diffBranding(
+  stored: BrandingDefinition | null,
+  wanted: BrandingDefinition | null,
+): string[] {
+  if (stored === null) return wanted === null ? [] : [`+ ${describeWholeBranding(wanted)}`]
+  if (wanted === null) return [`- ${describeWholeBranding(stored)}`]
+  return [
+    ...describeFieldChanges(BRANDING_FIELDS, stored, wanted),
+    ...describeEntryChanges(stored.theme, wanted.theme, (key) => `theme${formatKey(key)}`),
+  ].map((change) => `~ branding: ${change}`)
+}
+
+/** `branding: ` and the fields that are set; a branding row with none is still a row. */
+function describeWholeBranding(branding: BrandingDefinition): string {
+  const fields = describeFields(BRANDING_FIELDS, branding, EMPTY_BRANDING)
+  if (Object.keys(branding.theme).length > 0) fields.push(`theme ${describeJson(branding.theme)}`)
+  return fields.length === 0 ? 'branding' : `branding: ${fields.join(', ')}`
+}
