@@ -15,6 +15,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
 export const PROBLEMS = {
   unauthorized: { status: 401, title: 'Unauthorized' },
   invalidToken: { status: 401, title: 'Invalid token' },
+  localOnly: { status: 403, title: 'Forbidden' },
   notFound: { status: 404, title: 'Not found' },
   methodNotAllowed: { status: 405, title: 'Method not allowed' },
   notReady: { status: 503, title: 'Not ready' },
