@@ -22,6 +22,7 @@ import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
+import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
 import { sharedSchemas } from './routes/response-schemas.js'
 import { registerShellRoutes } from './routes/shell.js'
@@ -38,7 +39,7 @@ export interface AppDeps {
   readonly eventStreamsMax: number
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
-  /** Local mode only: the service's own issuer, served under /local-issuer. */
+  /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
 }
 
@@ -128,8 +129,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAppsRoutes(app, deps)
   registerProbeRoutes(app, deps)
   registerMetricsRoutes(app, deps)
-  if (deps.localIssuer !== undefined)
+  if (deps.localIssuer !== undefined) {
     registerLocalIssuerRoutes(app, { localIssuer: deps.localIssuer })
+    registerPreviewRoutes(app, deps)
+  }
   return app
 }
 

@@ -13,8 +13,9 @@ import { createLogCapture, createSeededDatabase, startTestService } from '../hel
 import { waitUntil } from '../helpers/wait.js'
 
 /**
- * The preview page's side of the service over real HTTP: the token helper
- * and whom it refuses, in local mode only.
+ * The preview page's side of the service over real HTTP: the page and its
+ * files, the token and granted-roles helpers and whom they refuse, all in
+ * local mode only.
  */
 
 const db = await createSeededDatabase(t)
@@ -51,6 +52,24 @@ function claimsOf(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
 }
 
+t.test('GET / serves the page, and /preview/ its scripts and styles', async (t) => {
+  const page = await httpRequest(url, '/')
+  t.equal(page.status, 200)
+  t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+  t.match(page.text, '<script type="module" src="/preview/preview.js"></script>')
+  t.match(page.headers['content-security-policy'], "frame-ancestors 'none'", 'never framed')
+  t.match(page.headers['content-security-policy'], "default-src 'self'", 'talks to this service')
+  for (const file of ['preview.js', 'frame.js', 'service-client.js', 'shell-events.js']) {
+    const script = await httpRequest(url, `/preview/${file}`)
+    t.equal(script.status, 200, file)
+    t.equal(script.headers['content-type'], 'text/javascript; charset=utf-8', file)
+  }
+  const styles = await httpRequest(url, '/preview/preview.css')
+  t.equal(styles.headers['content-type'], 'text/css; charset=utf-8')
+  expectProblem(t, await httpRequest(url, '/preview/nothing.js'), 404)
+  expectProblem(t, await httpRequest(url, '/preview/index.html'), 404)
+})
+
 t.test('a short-lived token for the chosen roles, which the API accepts', async (t) => {
   const response = await askForToken(['crm-sales', 'crm-sales'])
   t.equal(response.status, 200)
@@ -81,6 +100,12 @@ t.test('a short-lived token for the chosen roles, which the API accepts', async 
   t.equal(scripted.status, 200, 'a script on this machine (no Origin, no Sec-Fetch-Site) may ask')
 })
 
+t.test('every app’s granted roles, for the role picker', async (t) => {
+  const response = await httpRequest(url, '/preview/granted-roles', { headers: FROM_THE_PAGE })
+  t.equal(response.status, 200)
+  t.same(response.json(), { grantedRoles: { crm: ['crm-admin', 'crm-manager', 'crm-sales'] } })
+})
+
 t.test('the helpers refuse what is not the preview page on this machine', async (t) => {
   const refusals: [string, Record<string, string>][] = [
     ['without the page’s header (a form, a link, an image)', { origin: url }],
@@ -105,6 +130,8 @@ t.test('the helpers refuse what is not the preview page on this machine', async 
     const body = expectProblem(t, token, 403)
     t.notMatch(token.text, /eyJ/, `a request ${what}: no token`)
     t.type(body.detail, 'string')
+    const roles = await httpRequest(url, '/preview/granted-roles', { headers })
+    t.equal(roles.status, 403, `granted roles, ${what}`)
   }
 
   const remote = await service.app.inject({
@@ -130,8 +157,12 @@ t.test('the helpers refuse what is not the preview page on this machine', async 
   )
 })
 
-t.test('outside local mode: no preview token', async (t) => {
+t.test('outside local mode: no page, no preview token, no granted roles', async (t) => {
   const withProvider = await startTestService(t, { logs: createLogCapture() })
+  for (const path of ['/', '/preview/preview.js', '/preview/granted-roles']) {
+    const response = await httpRequest(withProvider.url, path, { headers: FROM_THE_PAGE })
+    expectProblem(t, response, 404)
+  }
   const token = await httpRequest(withProvider.url, '/local-issuer/preview-token', {
     method: 'POST',
     headers: { ...FROM_THE_PAGE, 'content-type': 'application/json' },
