@@ -24,6 +24,7 @@ import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
+import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
 import { sharedSchemas } from './routes/response-schemas.js'
 import { registerShellRoutes } from './routes/shell.js'
@@ -42,7 +43,7 @@ export interface AppDeps {
   readonly corsOrigins?: readonly string[]
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
-  /** Local mode only: the service's own issuer, served under /local-issuer. */
+  /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
 }
 
@@ -164,8 +165,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAppsRoutes(app, { ...deps, varyByOrigin })
   registerProbeRoutes(app, deps)
   registerMetricsRoutes(app, deps)
-  if (deps.localIssuer !== undefined)
+  if (deps.localIssuer !== undefined) {
     registerLocalIssuerRoutes(app, { localIssuer: deps.localIssuer })
+    registerPreviewRoutes(app, deps)
+  }
   return app
 }
 

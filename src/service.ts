@@ -217,7 +217,11 @@ function logDemoCurlOnFirstSnapshot(
       })
       .then((token) => {
         const curl = `curl -H 'Authorization: Bearer ${token}' ${url}${path}`
-        logger.info({ curl, roles }, `local mode ready; try: ${curl}`)
+        const preview = `${url}/`
+        logger.info(
+          { curl, preview, roles },
+          `local mode ready; try: ${curl} or open the preview page at ${preview}`,
+        )
       })
       .catch((error: unknown) => logger.error({ err: error }, 'cannot sign the demo token'))
   })

@@ -16,6 +16,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: 'Unauthorized' },
   invalidToken: { status: 401, title: 'Invalid token' },
   originNotAllowed: { status: 403, title: 'Origin not allowed' },
+  localOnly: { status: 403, title: 'Forbidden' },
   notFound: { status: 404, title: 'Not found' },
   methodNotAllowed: { status: 405, title: 'Method not allowed' },
   notReady: { status: 503, title: 'Not ready' },

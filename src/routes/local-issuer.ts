@@ -1,7 +1,23 @@
 import type { FastifyInstance } from 'fastify'
 import { LOCAL_JWKS_PATH, type LocalIssuer } from '../auth/local-issuer.js'
+import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
+import { problemSchema } from '../http/problem.js'
 
-/** Local mode: discovery and JWKS of the service's own issuer, fetched by its own verifier over HTTP. */
+/**
+ * Seconds a preview token lives: long enough for a few minutes of clicking,
+ * short enough that one copied out of the browser is soon worthless. The
+ * page asks for a new one before it runs out, and its event stream, which
+ * ends at the token's `exp`, reconnects with it.
+ */
+export const PREVIEW_TOKEN_TTL_S = 300
+
+/** Who the preview page shows the frame to; only the roles are chosen. */
+const PREVIEW_USER = { sub: 'preview-user', username: 'preview', name: 'Preview User' } as const
+
+/**
+ * Local mode: discovery and JWKS of the service's own issuer, fetched by its
+ * own verifier over HTTP, and the preview page's way to a token.
+ */
 export function registerLocalIssuerRoutes(
   app: FastifyInstance,
   deps: { localIssuer: LocalIssuer },
@@ -11,4 +27,51 @@ export function registerLocalIssuerRoutes(
     localIssuer.discoveryDocument(),
   )
   app.get(`/local-issuer${LOCAL_JWKS_PATH}`, async () => localIssuer.jwks())
+
+  // A token for chosen roles, to the preview page of this service only: a page
+  // of another site in the same browser must not get one.
+  app.post<{ Body: { roles: string[] } }>(
+    '/local-issuer/preview-token',
+    {
+      onRequest: refuseUnlessLocalSameOrigin,
+      bodyLimit: 16 * 1024,
+      schema: { body: previewTokenRequestSchema, response: previewTokenResponses },
+    },
+    async (request, reply) => {
+      const token = await localIssuer.signToken({
+        ...PREVIEW_USER,
+        roles: [...new Set(request.body.roles)],
+        ttlSeconds: PREVIEW_TOKEN_TTL_S,
+      })
+      reply.header('cache-control', 'no-store')
+      return { access_token: token, token_type: 'Bearer', expires_in: PREVIEW_TOKEN_TTL_S }
+    },
+  )
+}
+
+const previewTokenRequestSchema = {
+  type: 'object',
+  required: ['roles'],
+  additionalProperties: false,
+  properties: {
+    roles: {
+      type: 'array',
+      maxItems: 200,
+      items: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+  },
+}
+
+const previewTokenResponses = {
+  200: {
+    type: 'object',
+    required: ['access_token', 'token_type', 'expires_in'],
+    properties: {
+      access_token: { type: 'string' },
+      token_type: { type: 'string' },
+      expires_in: { type: 'integer' },
+    },
+  },
+  400: problemSchema,
+  403: problemSchema,
 }

@@ -13,6 +13,7 @@ export interface HttpResponse {
 export interface RequestOptions {
   readonly method?: string
   readonly headers?: Record<string, string>
+  readonly body?: string
 }
 
 /**
@@ -46,7 +47,7 @@ export function httpRequest(
     )
     outgoing.setTimeout(15_000, () => outgoing.destroy(new Error(`no answer to ${path}`)))
     outgoing.on('error', reject)
-    outgoing.end()
+    outgoing.end(options.body)
   })
 }
 

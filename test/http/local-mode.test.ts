@@ -54,6 +54,11 @@ t.test(
     const address = new URL(target)
     t.equal(address.origin, `http://127.0.0.1:${port}`, 'against the running service')
     t.equal(address.pathname, '/api/v1/shell/crm', 'for the first app')
+    t.equal(ready.preview, `http://127.0.0.1:${port}/`, 'the preview page named beside it')
+    t.match(String(ready.msg), String(ready.preview), 'in the message too')
+    const page = await httpRequest(address.origin, '/')
+    t.equal(page.status, 200)
+    t.match(page.headers['content-type'], /^text\/html/, 'the preview page answers')
 
     const response = await httpRequest(address.origin, address.pathname, bearer(token))
     t.equal(response.status, 200)

@@ -1,0 +1,172 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import t from 'tap'
+import { loadConfig } from '../../src/config.js'
+import { createMetrics } from '../../src/metrics.js'
+import { PREVIEW_TOKEN_TTL_S } from '../../src/routes/local-issuer.js'
+import { startService } from '../../src/service.js'
+import { bearer, httpRequest, type RequestOptions } from '../helpers/http-client.js'
+import { expectProblem } from '../helpers/problem.js'
+import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
+import { waitUntil } from '../helpers/wait.js'
+
+/**
+ * The preview page's side of the service over real HTTP: the page and its
+ * files, the token and granted-roles helpers and whom they refuse, all in
+ * local mode only.
+ */
+
+const db = await createSeededDatabase(t)
+const dataDir = await mkdtemp(join(tmpdir(), 'shell-data-local-issuer-'))
+t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+const service = await startService(
+  loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.url }),
+  pino({ level: 'silent' }),
+  { dataDir, metrics: createMetrics({ defaultMetrics: false }) },
+)
+t.teardown(() => service.close())
+await service.started
+await waitUntil(() => service.feed.current() !== undefined, 'the first snapshot')
+const { url } = service
+const host = new URL(url).host
+
+/** What the page's own fetch sends to a local-mode helper. */
+const FROM_THE_PAGE = {
+  'x-shell-preview': '1',
+  origin: url,
+  'sec-fetch-site': 'same-origin',
+}
+
+function askForToken(roles: unknown, headers: Record<string, string> = FROM_THE_PAGE) {
+  const options: RequestOptions = {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ roles }),
+  }
+  return httpRequest(url, '/local-issuer/preview-token', options)
+}
+
+function claimsOf(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
+}
+
+t.test('GET / serves the page, and /preview/ its scripts and styles', async (t) => {
+  const page = await httpRequest(url, '/')
+  t.equal(page.status, 200)
+  t.equal(page.headers['content-type'], 'text/html; charset=utf-8')
+  t.match(page.text, '<script type="module" src="/preview/preview.js"></script>')
+  t.match(page.headers['content-security-policy'], "frame-ancestors 'none'", 'never framed')
+  t.match(page.headers['content-security-policy'], "default-src 'self'", 'talks to this service')
+  for (const file of ['preview.js', 'frame.js', 'service-client.js', 'shell-events.js']) {
+    const script = await httpRequest(url, `/preview/${file}`)
+    t.equal(script.status, 200, file)
+    t.equal(script.headers['content-type'], 'text/javascript; charset=utf-8', file)
+  }
+  const styles = await httpRequest(url, '/preview/preview.css')
+  t.equal(styles.headers['content-type'], 'text/css; charset=utf-8')
+  expectProblem(t, await httpRequest(url, '/preview/nothing.js'), 404)
+  expectProblem(t, await httpRequest(url, '/preview/index.html'), 404)
+})
+
+t.test('a short-lived token for the chosen roles, which the API accepts', async (t) => {
+  const response = await askForToken(['crm-sales', 'crm-sales'])
+  t.equal(response.status, 200)
+  t.equal(response.headers['cache-control'], 'no-store', 'never cached')
+  const body = response.json<{ access_token: string; token_type: string; expires_in: number }>()
+  t.equal(body.token_type, 'Bearer')
+  t.equal(body.expires_in, PREVIEW_TOKEN_TTL_S)
+  const claims = claimsOf(body.access_token)
+  t.equal(Number(claims.exp) - Number(claims.iat), PREVIEW_TOKEN_TTL_S)
+  t.equal(claims.iss, `${url}/local-issuer`, 'signed by the local issuer')
+
+  const shell = await httpRequest(url, '/api/v1/shell/crm', bearer(body.access_token))
+  t.equal(shell.status, 200)
+  const frame = shell.json<{
+    user: { name: string; roles: string[] }
+    menus: { sidebar: { id: string }[] }
+  }>()
+  t.equal(frame.user.name, 'Preview User')
+  t.same(frame.user.roles, ['crm-sales'])
+  t.same(
+    frame.menus.sidebar.map((item) => item.id),
+    ['dashboard', 'contacts', 'accounts', 'leads', 'opportunities', 'activities'],
+  )
+
+  const none = await askForToken([])
+  t.equal(none.status, 200, 'no role at all is a choice too')
+  const scripted = await askForToken(['crm-admin'], { 'x-shell-preview': '1' })
+  t.equal(scripted.status, 200, 'a script on this machine (no Origin, no Sec-Fetch-Site) may ask')
+})
+
+t.test('every app’s granted roles, for the role picker', async (t) => {
+  const response = await httpRequest(url, '/preview/granted-roles', { headers: FROM_THE_PAGE })
+  t.equal(response.status, 200)
+  t.same(response.json(), { grantedRoles: { crm: ['crm-admin', 'crm-manager', 'crm-sales'] } })
+})
+
+t.test('the helpers refuse what is not the preview page on this machine', async (t) => {
+  const refusals: [string, Record<string, string>][] = [
+    ['without the page’s header (a form, a link, an image)', { origin: url }],
+    ['from a page of another site', { ...FROM_THE_PAGE, origin: 'http://evil.example' }],
+    [
+      'from a page of another port on this machine',
+      { ...FROM_THE_PAGE, origin: 'http://127.0.0.1:1' },
+    ],
+    ['that the browser calls cross-site', { ...FROM_THE_PAGE, 'sec-fetch-site': 'cross-site' }],
+    ['that the browser calls same-site', { ...FROM_THE_PAGE, 'sec-fetch-site': 'same-site' }],
+    [
+      'to a name re-pointed at this machine (DNS rebinding)',
+      {
+        ...FROM_THE_PAGE,
+        host: `evil.example:${new URL(url).port}`,
+        origin: `http://evil.example:${new URL(url).port}`,
+      },
+    ],
+  ]
+  for (const [what, headers] of refusals) {
+    const token = await askForToken(['crm-admin'], headers)
+    const body = expectProblem(t, token, 403)
+    t.notMatch(token.text, /eyJ/, `a request ${what}: no token`)
+    t.type(body.detail, 'string')
+    const roles = await httpRequest(url, '/preview/granted-roles', { headers })
+    t.equal(roles.status, 403, `granted roles, ${what}`)
+  }
+
+  const remote = await service.app.inject({
+    method: 'POST',
+    url: '/local-issuer/preview-token',
+    remoteAddress: '192.0.2.10',
+    headers: { ...FROM_THE_PAGE, host, 'content-type': 'application/json' },
+    payload: { roles: [] },
+  })
+  t.equal(remote.statusCode, 403, 'a connection from another machine')
+  t.match(remote.json(), { detail: 'local-mode helpers answer loopback only' })
+
+  expectProblem(t, await askForToken({ role: 'crm-admin' }), 400)
+  expectProblem(t, await askForToken(['']), 400)
+  expectProblem(
+    t,
+    await httpRequest(url, '/local-issuer/preview-token', {
+      method: 'POST',
+      headers: { ...FROM_THE_PAGE, 'content-type': 'application/json' },
+      body: '{}',
+    }),
+    400,
+  )
+})
+
+t.test('outside local mode: no page, no preview token, no granted roles', async (t) => {
+  const withProvider = await startTestService(t, { logs: createLogCapture() })
+  for (const path of ['/', '/preview/preview.js', '/preview/granted-roles']) {
+    const response = await httpRequest(withProvider.url, path, { headers: FROM_THE_PAGE })
+    expectProblem(t, response, 404)
+  }
+  const token = await httpRequest(withProvider.url, '/local-issuer/preview-token', {
+    method: 'POST',
+    headers: { ...FROM_THE_PAGE, 'content-type': 'application/json' },
+    body: '{"roles":[]}',
+  })
+  expectProblem(t, token, 404)
+})
