@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
 import type { Page } from 'playwright-core'
 import t from 'tap'
 import { findFreePort } from '../../src/db/embedded.js'
@@ -15,8 +16,14 @@ import { sleep } from '../helpers/wait.js'
  * changed by SQL while the page stays open.
  */
 
-/** The screenshot the README shows. */
-const SCREENSHOT = join(PACKAGE_ROOT, 'docs', 'preview.png')
+/**
+ * Where the screenshot goes: a temp file, so a test run leaves the clone as it
+ * was; `PREVIEW_SCREENSHOT=docs/preview.png` renews the one the README shows.
+ */
+const SCREENSHOT = resolve(
+  PACKAGE_ROOT,
+  process.env.PREVIEW_SCREENSHOT ?? join(tmpdir(), `shell-data-preview-${process.pid}.png`),
+)
 
 const chromium = await findChromium()
 const skip = 'skip' in chromium ? chromium.skip : false
@@ -195,7 +202,7 @@ t.test('the preview page, open in Chromium, as a developer uses it', { skip }, a
     const userMenu = page.getByRole('banner').getByText('Preview User')
     await userMenu.click()
     await page.getByRole('button', { name: 'Sign out' }).waitFor()
-    await mkdir(join(PACKAGE_ROOT, 'docs'), { recursive: true })
+    await mkdir(dirname(SCREENSHOT), { recursive: true })
     await page.screenshot({ path: SCREENSHOT })
     await userMenu.click()
     t.comment(`screenshot: ${SCREENSHOT}`)
