@@ -159,15 +159,24 @@ export async function setUpEnvironment(
 
 /**
  * One request per token, ten at a time: verifies and caches every caller and
- * renders every role-set variant; returns the responses, which must be 200s.
+ * renders every role-set variant (in the language `headers` ask for); returns
+ * the responses, which must be 200s.
  */
-export async function warmCallers(url: string, path: string, tokens: readonly string[]) {
+export async function warmCallers(
+  url: string,
+  path: string,
+  tokens: readonly string[],
+  headers: Readonly<Record<string, string>> = {},
+) {
   const probe = createHttpProbe(url)
   const responses: ProbeResponse[] = new Array(tokens.length)
   let next = 0
   const worker = async () => {
     for (let index = next++; index < tokens.length; index = next++) {
-      const response = await probe.get(path, { authorization: `Bearer ${tokens[index]}` })
+      const response = await probe.get(path, {
+        ...headers,
+        authorization: `Bearer ${tokens[index]}`,
+      })
       if (response.status !== 200) {
         throw new Error(`GET ${path}: ${response.status} ${response.body.toString().slice(0, 300)}`)
       }

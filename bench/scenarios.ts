@@ -1,5 +1,6 @@
 import type { Scenario } from './scenario.js'
 import { apps } from './scenarios/apps.js'
+import { languages } from './scenarios/languages.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { oneApp } from './scenarios/one-app.js'
@@ -16,6 +17,7 @@ import { snapshot } from './scenarios/snapshot.js'
 export const SCENARIOS: readonly Scenario[] = [
   shell200,
   shell304,
+  languages,
   apps,
   oneApp,
   memory,
