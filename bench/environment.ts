@@ -75,7 +75,7 @@ export async function setUpEnvironment(
     return started
   }
   // As in production: a real issuer (discovery, then JWKS over HTTP), no request logs.
-  const startService = (name: string, databaseUrl: string) =>
+  const startService = (name: string, databaseUrl: string, settings: Record<string, string> = {}) =>
     start(name, ['dist/main.js'], {
       HOST: '127.0.0.1',
       DATABASE_URL: databaseUrl,
@@ -84,6 +84,7 @@ export async function setUpEnvironment(
       OIDC_DISCOVERY_URL: issuer.issuer,
       OIDC_AUDIENCE: AUDIENCE,
       LOG_LEVEL: 'warn',
+      ...settings,
     })
   const large = await startService('service-large', largeDatabase.url)
   const small = await startService('service-small', smallDatabase.url)
@@ -152,7 +153,7 @@ export async function setUpEnvironment(
     profileDir,
     /** A database of a scenario's own: the seed app and `apps` generated ones. */
     createDatabase,
-    /** The service on a database, configured as the others; stopped at the end of the run. */
+    /** The service on a database, configured as the others and `settings`; stopped at the end of the run. */
     startService,
   }
 }

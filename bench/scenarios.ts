@@ -8,6 +8,7 @@ import { refresh } from './scenarios/refresh.js'
 import { shell200 } from './scenarios/shell-200.js'
 import { shell304 } from './scenarios/shell-304.js'
 import { snapshot } from './scenarios/snapshot.js'
+import { streams } from './scenarios/streams.js'
 
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
@@ -24,4 +25,5 @@ export const SCENARIOS: readonly Scenario[] = [
   newToken,
   refresh,
   snapshot,
+  streams,
 ]
