@@ -7,6 +7,9 @@ export interface FileLimit {
   readonly hard: number
 }
 
+/** USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux that Node supports. */
+const TICKS_PER_SECOND = 100
+
 /** Resident memory from /proc/PID/status (VmRSS), in bytes. */
 export async function readRssBytes(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
@@ -35,4 +38,16 @@ export async function raiseFileLimit(needed: number): Promise<FileLimit> {
   const hard = Math.max(before.hard, needed)
   spawnSync('prlimit', [`--pid=${process.pid}`, `--nofile=${needed}:${hard}`], { stdio: 'ignore' })
   return readFileLimit('self')
+}
+
+/** User plus system time of a process so far, all threads; NaN without /proc. */
+export async function readCpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    // The command name may hold spaces; utime and stime are fields 14 and 15 of proc(5).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  } catch {
+    return Number.NaN
+  }
 }

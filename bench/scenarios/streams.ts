@@ -8,7 +8,12 @@ import {
   type StreamSpec,
 } from '../event-stream-clients.js'
 import type { NodeProcess } from '../node-process.js'
-import { raiseFileLimit, readFileLimit, readRssBytes } from '../process-resources.js'
+import {
+  raiseFileLimit,
+  readCpuSeconds,
+  readFileLimit,
+  readRssBytes,
+} from '../process-resources.js'
 import { type MetricSamples, readMetrics, sample } from '../read-metrics.js'
 import { passOrMiss, type Scenario } from '../scenario.js'
 
@@ -23,12 +28,13 @@ const SPARE_FILES = 1_000
 const STREAM_APPS = 5
 /** Odd callers' browsers ask for German, even ones send no header (the default, en). */
 const BROWSER_HEADER = 'de-CH,de;q=0.9,en;q=0.8'
+const GERMAN = { 'accept-language': BROWSER_HEADER }
 const COMMITS = 20
 /** The service folds changes closer than 250 ms into one event; this keeps commits apart. */
 const COMMIT_SPACING_MS = 1_000
 const GIVE_UP_MS = 10_000
-/** Time for the allocations of a burst of work to be done before RSS is read (no gc() in the child). */
-const SETTLE_MS = 3_000
+/** Time for the allocations of a burst of work to be done before memory is read. */
+const SETTLE_MS = 5_000
 const KB = 1024
 const MB = 1024 * 1024
 
@@ -61,27 +67,23 @@ export const streams: Scenario = {
       const specs = describeStreams(env.warmTokens, appKeys)
       const path = `/api/v1/shell/${env.hotApp}`
       await warmCallers(service.url, path, env.warmTokens)
-      // Every variant the streams will be grouped by, so their RSS is the streams' alone.
+      // Every variant the streams will be grouped by, so that the RSS they add is theirs alone.
+      const [english, german] = [0, 1].map((parity) =>
+        env.warmTokens.filter((_, caller) => caller % 2 === parity),
+      ) as [string[], string[]]
       for (const appKey of appKeys) {
-        for (const [parity, headers] of [
-          [0, {}],
-          [1, { 'accept-language': BROWSER_HEADER }],
-        ] as const) {
-          const tokens = env.warmTokens.filter((_, caller) => caller % 2 === parity)
-          await warmCallers(service.url, `/api/v1/shell/${appKey}`, tokens, headers)
-        }
+        await warmCallers(service.url, `/api/v1/shell/${appKey}`, english)
+        await warmCallers(service.url, `/api/v1/shell/${appKey}`, german, GERMAN)
       }
-      await sleep(SETTLE_MS)
-      const rssWithout = await readRssBytes(service.pid)
+      const without = await readSettledMemory(service)
       const openedAt = performance.now()
       const clients = await openEventStreams(service.url, specs)
       const openS = (performance.now() - openedAt) / 1000
       log(`${clients.count} streams open in ${openS.toFixed(1)} s`)
-      await sleep(SETTLE_MS)
-      const rssWith = await readRssBytes(service.pid)
+      const withStreams = await readSettledMemory(service)
       const reloadsBefore = await readMetrics(service.url)
-      const latency = await measureCommitToLastStream(env, clients, appKeys, log).finally(() =>
-        clients.close(),
+      const latency = await measureCommitToLastStream(env, service, clients, appKeys, log).finally(
+        () => clients.close(),
       )
       const reloads = describeReloads(reloadsBefore, await readMetrics(service.url))
       const events = clients.eventRange()
@@ -104,7 +106,7 @@ export const streams: Scenario = {
         { label: 'shell 200, no streams', server: service, path, tokens: env.warmPool },
         MIN_RATIO,
       )
-      const bytesPerStream = (rssWith - rssWithout) / clients.count
+      const bytesPerStream = (withStreams.rssBytes - without.rssBytes) / clients.count
       const serviceLimit = await readFileLimit(service.pid)
       return {
         rows: [
@@ -127,8 +129,8 @@ export const streams: Scenario = {
         notes: [
           `open files allowed (soft/hard): benchmark ${limit.soft}/${limit.hard}, service ${serviceLimit.soft}/${serviceLimit.hard}`,
           `${clients.count} streams over ${STREAM_APPS} apps (${appKeys.join(', ')}), two per caller and app, ${env.warmTokens.length} callers, half with Accept-Language: ${BROWSER_HEADER} (de), half without (en); opened in ${openS.toFixed(1)} s`,
-          `service RSS ${(rssWithout / MB).toFixed(0)} MB before the streams (the callers' variants rendered), ${(rssWith / MB).toFixed(0)} MB with them, each read ${SETTLE_MS / 1000} s after the work`,
-          `each commit relabels ${ALWAYS_VISIBLE_ITEM} (no grant) of the ${STREAM_APPS} apps in en and de in one transaction: every stream gets an event; timed from COMMIT returning to the last socket's event, read by the benchmark; ${COMMITS} commits ${COMMIT_SPACING_MS / 1000} s apart, ${latency.lost} not seen within ${GIVE_UP_MS / 1000} s; the nearest-rank p99 of ${COMMITS} is the slowest; to the first stream's event: p50 ${latency.firstP50Ms.toFixed(0)} ms; ${reloads}`,
+          `service RSS ${(without.rssBytes / MB).toFixed(0)} MB before the streams (their callers' variants rendered), ${(withStreams.rssBytes / MB).toFixed(0)} MB with them, each read ${SETTLE_MS / 1000} s after the work, garbage not yet collected included; of the difference, V8's heap: ${((withStreams.heapBytes - without.heapBytes) / clients.count / KB).toFixed(2)} KB per stream`,
+          `each commit relabels ${ALWAYS_VISIBLE_ITEM} (no grant) of the ${STREAM_APPS} apps in en and de in one transaction: every stream gets an event; timed from COMMIT returning to the last socket's event, read by the benchmark; ${COMMITS} commits ${COMMIT_SPACING_MS / 1000} s apart, ${latency.lost} not seen within ${GIVE_UP_MS / 1000} s; the nearest-rank p99 of ${COMMITS} is the slowest; to the first stream's event: p50 ${latency.firstP50Ms.toFixed(0)} ms; ${reloads}; CPU per commit, to the last event: service ${latency.cpuMs.service.toFixed(0)} ms, benchmark ${latency.cpuMs.bench.toFixed(0)} ms (means)`,
           `shell events per stream: ${events.min} to ${events.max} (1 at open + 1 per commit = ${1 + COMMITS}); ${clients.failures()} socket errors or refusals`,
           `streams are opened before each A leg (not timed) and closed after it, so A and B alternate; wrk's load is on ${env.hotApp}, which has no streams. The commits also reload service-large, on the same database`,
           ...comparison.notes,
@@ -153,8 +155,14 @@ function describeStreams(tokens: readonly string[], appKeys: readonly string[]):
   })
 }
 
+/**
+ * Commit to the last stream's event, and the CPU time the service and the
+ * benchmark spent from before the commit to then: whether the time went to
+ * work or to waiting for a core.
+ */
 async function measureCommitToLastStream(
   env: BenchEnvironment,
+  service: NodeProcess,
   clients: EventStreamClients,
   appKeys: readonly string[],
   log: (line: string) => void,
@@ -162,10 +170,12 @@ async function measureCommitToLastStream(
   const sql = connectDatabase(env.largeDatabaseUrl, { max: 1, applicationName: 'shell-data-bench' })
   const samplesMs: number[] = []
   const firstMs: number[] = []
+  const cpuMs = { service: 0, bench: 0 }
   try {
     for (let commit = 1; commit <= COMMITS; commit += 1) {
       // Armed before the commit, so an event that comes quickly is not missed; null when lost.
       const lastEvent = clients.untilNextEvent(GIVE_UP_MS).catch(() => null)
+      const [serviceCpuS, benchCpu] = [await readCpuSeconds(service.pid), process.cpuUsage()]
       await sql.begin(async (tx) => {
         await tx`
           update shell.menu_items set label = ${`Home ${commit}`}
@@ -178,6 +188,9 @@ async function measureCommitToLastStream(
       })
       const committedAt = performance.now()
       const arrived = await lastEvent
+      const { user, system } = process.cpuUsage(benchCpu)
+      cpuMs.bench += (user + system) / 1000 / COMMITS
+      cpuMs.service += (1000 * ((await readCpuSeconds(service.pid)) - serviceCpuS)) / COMMITS
       if (arrived !== null) {
         samplesMs.push(arrived.lastAtMs - committedAt)
         firstMs.push(arrived.firstAtMs - committedAt)
@@ -194,7 +207,22 @@ async function measureCommitToLastStream(
     p50Ms: percentile(samplesMs, 0.5),
     p99Ms: percentile(samplesMs, 0.99),
     firstP50Ms: percentile(firstMs, 0.5),
+    cpuMs,
     lost: COMMITS - samplesMs.length,
+  }
+}
+
+/**
+ * RSS and V8's heap in use, a few seconds after the last work. The service
+ * cannot be told to collect garbage (that takes --expose-gc, another
+ * process), so both include what V8 has not collected yet.
+ */
+async function readSettledMemory(service: NodeProcess) {
+  await sleep(SETTLE_MS)
+  const metrics = await readMetrics(service.url)
+  return {
+    rssBytes: await readRssBytes(service.pid),
+    heapBytes: sample(metrics, 'nodejs_heap_size_used_bytes'),
   }
 }
 
