@@ -53,7 +53,7 @@ export const streams: Scenario = {
       return {
         rows: [{ scenario: `${STREAMS} event streams`, value: 'skipped' }],
         notes: [
-          `skipped: the benchmark may open ${limit.soft} files (hard limit ${limit.hard}), the scenario needs ${needed}; run it as root or after \`ulimit -n 65536\``,
+          `skipped: the benchmark may open ${limit.soft} files (hard limit ${limit.hard}), the scenario needs ${needed}, and prlimit could not raise it (that takes CAP_SYS_RESOURCE); run \`ulimit -n 65536\` where allowed, then \`npm run bench\``,
         ],
       }
     }
