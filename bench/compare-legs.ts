@@ -1,12 +1,9 @@
-import { readFile } from 'node:fs/promises'
 import type { LoadGenerator, LoadResult } from './load-generator.js'
+import { readCpuSeconds } from './process-resources.js'
 import { passOrMiss, type ScenarioResult, type Side } from './scenario.js'
 import type { BenchSettings } from './settings.js'
 
 type Leg = LoadResult & { readonly cpuUsPerResponse: number }
-
-/** USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux that Node supports. */
-const TICKS_PER_SECOND = 100
 
 /**
  * A B A B …: both sides are measured within seconds of each other, so a
@@ -83,17 +80,5 @@ function summarize(legs: readonly Leg[]) {
       cpuUsPerResponse: mean((leg) => leg.cpuUsPerResponse),
     },
     errors: legs.reduce((sum, leg) => sum + leg.errors, 0),
-  }
-}
-
-/** User plus system time of a process so far, all threads; NaN without /proc. */
-async function readCpuSeconds(pid: number): Promise<number> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    // The command name may hold spaces; utime and stime are fields 14 and 15 of proc(5).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
-  } catch {
-    return Number.NaN
   }
 }

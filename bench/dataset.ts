@@ -12,6 +12,32 @@ export const grantRole = (index: number) => `role-${String(index + 1).padStart(2
 export const generatedAppKey = (index: number) => `app-${String(index + 1).padStart(4, '0')}`
 /** A sidebar item of every generated app with no grant: the refresh scenario relabels it. */
 export const ALWAYS_VISIBLE_ITEM = 'home'
+/** Languages of the generated apps besides their default `en`, as the seed app has them. */
+export const LABEL_LOCALES = ['de', 'fr'] as const
+/**
+ * A generated label's words (the label up to its numbers) in `de` and `fr`,
+ * about as long as real translations, so bodies in each locale weigh what
+ * they would.
+ */
+const TRANSLATIONS: Readonly<Record<string, readonly [string, string]>> = {
+  Search: ['Suche', 'Rechercher'],
+  Notifications: ['Benachrichtigungen', 'Notifications'],
+  Create: ['Erstellen', 'Créer'],
+  Home: ['Startseite', 'Accueil'],
+  Overview: ['Übersicht', "Vue d'ensemble"],
+  Section: ['Bereich', 'Rubrique'],
+  Page: ['Seite', 'Page'],
+  Docs: ['Dokumentation', 'Documentation'],
+  Status: ['Status', 'État'],
+  Privacy: ['Datenschutz', 'Confidentialité'],
+  profile: ['Profil', 'Profil'],
+  settings: ['Einstellungen', 'Paramètres'],
+  preferences: ['Präferenzen', 'Préférences'],
+  alerts: ['Warnungen', 'Alertes'],
+  'api keys': ['API-Schlüssel', 'Clés API'],
+  support: ['Hilfe', 'Assistance'],
+  'Log out': ['Abmelden', 'Se déconnecter'],
+}
 
 /** mulberry32: a small seeded PRNG, so every run generates the same data. */
 export function createRandom(seed: number): () => number {
@@ -126,11 +152,24 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
   return items
 }
 
+/** An item's label in each of LABEL_LOCALES: its words translated, its numbers kept. */
+function translateLabel(item: ItemSpec) {
+  return LABEL_LOCALES.map((locale, index) => ({
+    appKey: item.appKey,
+    itemKey: item.itemKey,
+    locale,
+    label: item.label.replace(
+      /^[^\d]+?(?= \d|$)/,
+      (words) => TRANSLATIONS[words]?.[index] ?? words,
+    ),
+  }))
+}
+
 /**
  * Inserts `apps` generated apps in one transaction of a set-based statement
  * per table, the rows sent as one JSON document each (the import CLI would
- * take a transaction per app). Labels in other locales (menu_item_labels)
- * would come in as one more statement of the same shape.
+ * take a transaction per app). Every item gets a label in each of
+ * LABEL_LOCALES, so each app speaks three languages.
  */
 export async function insertGeneratedApps(
   databaseUrl: string,
@@ -139,6 +178,7 @@ export async function insertGeneratedApps(
   const random = createRandom(options.seed ?? 20_240_601)
   const appKeys = Array.from({ length: options.apps }, (_, index) => generatedAppKey(index))
   const items = appKeys.flatMap((appKey) => generateAppItems(appKey, random))
+  const labels = items.flatMap(translateLabel)
   const sql = connectDatabase(databaseUrl, { max: 1, applicationName: 'shell-data-bench' })
   try {
     await sql.begin(async (tx) => {
@@ -172,11 +212,17 @@ export async function insertGeneratedApps(
         from jsonb_to_recordset(${JSON.stringify(items)}::text::jsonb)
           as i("appKey" text, "itemKey" text, roles text[])
         join shell.menu_items m on m.app_key = i."appKey" and m.item_key = i."itemKey"`
+      await tx`
+        insert into shell.menu_item_labels (menu_item_id, locale, label)
+        select m.id, l.locale, l.label
+        from jsonb_to_recordset(${JSON.stringify(labels)}::text::jsonb)
+          as l("appKey" text, "itemKey" text, locale text, label text)
+        join shell.menu_items m on m.app_key = l."appKey" and m.item_key = l."itemKey"`
     })
     await sql`analyze`
   } finally {
     await sql.end()
   }
   const grants = items.reduce((sum, item) => sum + item.roles.length, 0)
-  return { apps: options.apps, menuItems: items.length, grants }
+  return { apps: options.apps, menuItems: items.length, grants, labels: labels.length }
 }

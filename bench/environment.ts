@@ -75,7 +75,7 @@ export async function setUpEnvironment(
     return started
   }
   // As in production: a real issuer (discovery, then JWKS over HTTP), no request logs.
-  const startService = (name: string, databaseUrl: string) =>
+  const startService = (name: string, databaseUrl: string, settings: Record<string, string> = {}) =>
     start(name, ['dist/main.js'], {
       HOST: '127.0.0.1',
       DATABASE_URL: databaseUrl,
@@ -84,6 +84,7 @@ export async function setUpEnvironment(
       OIDC_DISCOVERY_URL: issuer.issuer,
       OIDC_AUDIENCE: AUDIENCE,
       LOG_LEVEL: 'warn',
+      ...settings,
     })
   const large = await startService('service-large', largeDatabase.url)
   const small = await startService('service-small', smallDatabase.url)
@@ -152,22 +153,31 @@ export async function setUpEnvironment(
     profileDir,
     /** A database of a scenario's own: the seed app and `apps` generated ones. */
     createDatabase,
-    /** The service on a database, configured as the others; stopped at the end of the run. */
+    /** The service on a database, configured as the others and `settings`; stopped at the end of the run. */
     startService,
   }
 }
 
 /**
  * One request per token, ten at a time: verifies and caches every caller and
- * renders every role-set variant; returns the responses, which must be 200s.
+ * renders every role-set variant (in the language `headers` ask for); returns
+ * the responses, which must be 200s.
  */
-export async function warmCallers(url: string, path: string, tokens: readonly string[]) {
+export async function warmCallers(
+  url: string,
+  path: string,
+  tokens: readonly string[],
+  headers: Readonly<Record<string, string>> = {},
+) {
   const probe = createHttpProbe(url)
   const responses: ProbeResponse[] = new Array(tokens.length)
   let next = 0
   const worker = async () => {
     for (let index = next++; index < tokens.length; index = next++) {
-      const response = await probe.get(path, { authorization: `Bearer ${tokens[index]}` })
+      const response = await probe.get(path, {
+        ...headers,
+        authorization: `Bearer ${tokens[index]}`,
+      })
       if (response.status !== 200) {
         throw new Error(`GET ${path}: ${response.status} ${response.body.toString().slice(0, 300)}`)
       }

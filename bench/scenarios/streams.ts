@@ -1,0 +1,244 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { connectDatabase } from '../../src/db/connect.js'
+import { ALWAYS_VISIBLE_ITEM, generatedAppKey } from '../dataset.js'
+import { type BenchEnvironment, warmCallers } from '../environment.js'
+import {
+  type EventStreamClients,
+  openEventStreams,
+  type StreamSpec,
+} from '../event-stream-clients.js'
+import type { NodeProcess } from '../node-process.js'
+import {
+  raiseFileLimit,
+  readCpuSeconds,
+  readFileLimit,
+  readRssBytes,
+} from '../process-resources.js'
+import { type MetricSamples, readMetrics, sample } from '../read-metrics.js'
+import { passOrMiss, type Scenario } from '../scenario.js'
+
+/** Issue 14's targets for one instance holding this many streams. */
+const STREAMS = 10_000
+const MAX_BYTES_PER_STREAM = 4 * 1024
+const MAX_P99_MS = 1_000
+const MIN_RATIO = 0.95
+/** Files besides the streams: database pools, the load generator's connections, probes. */
+const SPARE_FILES = 1_000
+/** Apps the streams are spread over; each caller has two streams (tabs) on each. */
+const STREAM_APPS = 5
+/** Odd callers' browsers ask for German, even ones send no header (the default, en). */
+const BROWSER_HEADER = 'de-CH,de;q=0.9,en;q=0.8'
+const GERMAN = { 'accept-language': BROWSER_HEADER }
+const COMMITS = 20
+/** The service folds changes closer than 250 ms into one event; this keeps commits apart. */
+const COMMIT_SPACING_MS = 1_000
+const GIVE_UP_MS = 10_000
+/** Time for the allocations of a burst of work to be done before memory is read. */
+const SETTLE_MS = 5_000
+const KB = 1024
+const MB = 1024 * 1024
+
+/**
+ * Issue 14: ten thousand open event streams on one instance, a service of
+ * their own on the large data set: what a stream costs in memory, how long a
+ * commit takes to reach the last of them, and what holding them costs the
+ * shell route's throughput.
+ */
+export const streams: Scenario = {
+  id: 'streams',
+  run: async ({ env, compare, log }) => {
+    const needed = STREAMS + SPARE_FILES
+    const limit = await raiseFileLimit(needed)
+    if (limit.soft < needed) {
+      return {
+        rows: [{ scenario: `${STREAMS} event streams`, value: 'skipped' }],
+        notes: [
+          `skipped: the benchmark may open ${limit.soft} files (hard limit ${limit.hard}), the scenario needs ${needed}, and prlimit could not raise it (that takes CAP_SYS_RESOURCE); run \`ulimit -n 65536\` where allowed, then \`npm run bench\``,
+        ],
+      }
+    }
+    const service = await env.startService('service-streams', env.largeDatabaseUrl, {
+      EVENT_STREAMS_MAX: String(STREAMS),
+    })
+    try {
+      const appKeys = Array.from({ length: STREAM_APPS }, (_, index) =>
+        generatedAppKey(Math.floor((index * env.dataset.apps) / STREAM_APPS)),
+      )
+      const specs = describeStreams(env.warmTokens, appKeys)
+      const path = `/api/v1/shell/${env.hotApp}`
+      await warmCallers(service.url, path, env.warmTokens)
+      // Every variant the streams will be grouped by, so that the RSS they add is theirs alone.
+      const [english, german] = [0, 1].map((parity) =>
+        env.warmTokens.filter((_, caller) => caller % 2 === parity),
+      ) as [string[], string[]]
+      for (const appKey of appKeys) {
+        await warmCallers(service.url, `/api/v1/shell/${appKey}`, english)
+        await warmCallers(service.url, `/api/v1/shell/${appKey}`, german, GERMAN)
+      }
+      const without = await readSettledMemory(service)
+      const openedAt = performance.now()
+      const clients = await openEventStreams(service.url, specs)
+      const openS = (performance.now() - openedAt) / 1000
+      log(`${clients.count} streams open in ${openS.toFixed(1)} s`)
+      const withStreams = await readSettledMemory(service)
+      const reloadsBefore = await readMetrics(service.url)
+      const latency = await measureCommitToLastStream(env, service, clients, appKeys, log).finally(
+        () => clients.close(),
+      )
+      const reloads = describeReloads(reloadsBefore, await readMetrics(service.url))
+      const events = clients.eventRange()
+      await untilStreamsClosed(service)
+
+      const comparison = await compare(
+        {
+          label: `shell 200, ${STREAMS} streams open`,
+          server: service,
+          path,
+          tokens: env.warmPool,
+          prepare: async () => {
+            const open = await openEventStreams(service.url, specs)
+            return async () => {
+              open.close()
+              await untilStreamsClosed(service)
+            }
+          },
+        },
+        { label: 'shell 200, no streams', server: service, path, tokens: env.warmPool },
+        MIN_RATIO,
+      )
+      const bytesPerStream = (withStreams.rssBytes - without.rssBytes) / clients.count
+      const serviceLimit = await readFileLimit(service.pid)
+      return {
+        rows: [
+          {
+            scenario: `${STREAMS} event streams, RSS per stream`,
+            value: `${(bytesPerStream / KB).toFixed(2)} KB`,
+            target: `<= ${MAX_BYTES_PER_STREAM / KB} KB`,
+            result: passOrMiss(bytesPerStream <= MAX_BYTES_PER_STREAM),
+          },
+          {
+            scenario: `commit to the last of ${STREAMS} streams, ${COMMITS} commits`,
+            p50Ms: latency.p50Ms,
+            p99Ms: latency.p99Ms,
+            value: `p99 ${latency.p99Ms.toFixed(0)} ms`,
+            target: `p99 <= ${MAX_P99_MS} ms`,
+            result: passOrMiss(latency.p99Ms <= MAX_P99_MS && latency.lost === 0),
+          },
+          ...comparison.rows,
+        ],
+        notes: [
+          `open files allowed (soft/hard): benchmark ${limit.soft}/${limit.hard}, service ${serviceLimit.soft}/${serviceLimit.hard}`,
+          `${clients.count} streams over ${STREAM_APPS} apps (${appKeys.join(', ')}), two per caller and app, ${env.warmTokens.length} callers, half with Accept-Language: ${BROWSER_HEADER} (de), half without (en); opened in ${openS.toFixed(1)} s`,
+          `service RSS ${(without.rssBytes / MB).toFixed(0)} MB before the streams (their callers' variants rendered), ${(withStreams.rssBytes / MB).toFixed(0)} MB with them, each read ${SETTLE_MS / 1000} s after the work, garbage not yet collected included; of the difference, V8's heap: ${((withStreams.heapBytes - without.heapBytes) / clients.count / KB).toFixed(2)} KB per stream`,
+          `each commit relabels ${ALWAYS_VISIBLE_ITEM} (no grant) of the ${STREAM_APPS} apps in en and de in one transaction: every stream gets an event; timed from COMMIT returning to the last socket's event, read by the benchmark; ${COMMITS} commits ${COMMIT_SPACING_MS / 1000} s apart, ${latency.lost} not seen within ${GIVE_UP_MS / 1000} s; the nearest-rank p99 of ${COMMITS} is the slowest; to the first stream's event: p50 ${latency.firstP50Ms.toFixed(0)} ms; ${reloads}; CPU per commit, to the last event: service ${latency.cpuMs.service.toFixed(0)} ms, benchmark ${latency.cpuMs.bench.toFixed(0)} ms (means)`,
+          `shell events per stream: ${events.min} to ${events.max} (1 at open + 1 per commit = ${1 + COMMITS}); ${clients.failures()} socket errors or refusals`,
+          `streams are opened before each A leg (not timed) and closed after it, so A and B alternate; wrk's load is on ${env.hotApp}, which has no streams. The commits also reload service-large, on the same database`,
+          ...comparison.notes,
+        ],
+      }
+    } finally {
+      await service.stop()
+    }
+  },
+}
+
+/** Stream N: caller N mod callers, an app in turn per thousand, odd callers in German. */
+function describeStreams(tokens: readonly string[], appKeys: readonly string[]): StreamSpec[] {
+  return Array.from({ length: STREAMS }, (_, index) => {
+    const caller = index % tokens.length
+    const appKey = appKeys[Math.floor(index / tokens.length) % appKeys.length]
+    return {
+      path: `/api/v1/shell/${appKey}/events`,
+      token: tokens[caller] as string,
+      ...(caller % 2 === 1 ? { acceptLanguage: BROWSER_HEADER } : {}),
+    }
+  })
+}
+
+/**
+ * Commit to the last stream's event, and the CPU time the service and the
+ * benchmark spent from before the commit to then: whether the time went to
+ * work or to waiting for a core.
+ */
+async function measureCommitToLastStream(
+  env: BenchEnvironment,
+  service: NodeProcess,
+  clients: EventStreamClients,
+  appKeys: readonly string[],
+  log: (line: string) => void,
+) {
+  const sql = connectDatabase(env.largeDatabaseUrl, { max: 1, applicationName: 'shell-data-bench' })
+  const samplesMs: number[] = []
+  const firstMs: number[] = []
+  const cpuMs = { service: 0, bench: 0 }
+  try {
+    for (let commit = 1; commit <= COMMITS; commit += 1) {
+      // Armed before the commit, so an event that comes quickly is not missed; null when lost.
+      const lastEvent = clients.untilNextEvent(GIVE_UP_MS).catch(() => null)
+      const [serviceCpuS, benchCpu] = [await readCpuSeconds(service.pid), process.cpuUsage()]
+      await sql.begin(async (tx) => {
+        await tx`
+          update shell.menu_items set label = ${`Home ${commit}`}
+          where app_key = any(${[...appKeys]}) and item_key = ${ALWAYS_VISIBLE_ITEM}`
+        await tx`
+          update shell.menu_item_labels l set label = ${`Startseite ${commit}`}
+          from shell.menu_items m
+          where m.id = l.menu_item_id and l.locale = 'de'
+            and m.app_key = any(${[...appKeys]}) and m.item_key = ${ALWAYS_VISIBLE_ITEM}`
+      })
+      const committedAt = performance.now()
+      const arrived = await lastEvent
+      const { user, system } = process.cpuUsage(benchCpu)
+      cpuMs.bench += (user + system) / 1000 / COMMITS
+      cpuMs.service += (1000 * ((await readCpuSeconds(service.pid)) - serviceCpuS)) / COMMITS
+      if (arrived !== null) {
+        samplesMs.push(arrived.lastAtMs - committedAt)
+        firstMs.push(arrived.firstAtMs - committedAt)
+      }
+      await sleep(COMMIT_SPACING_MS)
+    }
+  } finally {
+    await sql.end()
+  }
+  log(`commit to last stream, ms: ${samplesMs.map((ms) => ms.toFixed(0)).join(' ')}`)
+  const percentile = (values: number[], p: number) =>
+    values.sort((a, b) => a - b)[Math.ceil(p * values.length) - 1] ?? Number.NaN
+  return {
+    p50Ms: percentile(samplesMs, 0.5),
+    p99Ms: percentile(samplesMs, 0.99),
+    firstP50Ms: percentile(firstMs, 0.5),
+    cpuMs,
+    lost: COMMITS - samplesMs.length,
+  }
+}
+
+/**
+ * RSS and V8's heap in use, a few seconds after the last work. The service
+ * cannot be told to collect garbage (that takes --expose-gc, another
+ * process), so both include what V8 has not collected yet.
+ */
+async function readSettledMemory(service: NodeProcess) {
+  await sleep(SETTLE_MS)
+  const metrics = await readMetrics(service.url)
+  return {
+    rssBytes: await readRssBytes(service.pid),
+    heapBytes: sample(metrics, 'nodejs_heap_size_used_bytes'),
+  }
+}
+
+/** The service's reloads between two reads of its metrics: how many, and their mean read-and-build time. */
+function describeReloads(before: MetricSamples, after: MetricSamples): string {
+  const delta = (name: string) => sample(after, name) - sample(before, name)
+  const count = delta('shell_snapshot_reload_duration_seconds_count')
+  const meanMs = (1000 * delta('shell_snapshot_reload_duration_seconds_sum')) / count
+  return `the service reloaded ${count} times, ${meanMs.toFixed(0)} ms each (mean, read and build)`
+}
+
+/** The service has let go of every stream, so the next leg does not pay for closing them. */
+async function untilStreamsClosed(service: NodeProcess): Promise<void> {
+  const deadline = Date.now() + GIVE_UP_MS
+  while ((await readMetrics(service.url).then((m) => sample(m, 'shell_event_streams'))) > 0) {
+    if (Date.now() > deadline) throw new Error('the service still counts open streams')
+    await sleep(100)
+  }
+}
