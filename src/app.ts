@@ -22,6 +22,7 @@ import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
+import { registerDocumentedRoutes } from './routes/openapi.js'
 import { registerProbeRoutes } from './routes/probes.js'
 import { sharedSchemas } from './routes/response-schemas.js'
 import { registerShellRoutes } from './routes/shell.js'
@@ -105,6 +106,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     app.route({
       method: [...OTHER_METHODS],
       url,
+      // Not operations of the API: the OpenAPI document lists what a client may call.
+      schema: { hide: true },
       // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
       onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
       handler: (_request, reply) => sendMethodNotAllowed(reply),
@@ -123,13 +126,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     done()
   })
 
-  registerShellRoutes(app, deps)
-  registerEventRoutes(app, { ...deps, streams })
-  registerAppsRoutes(app, deps)
-  registerProbeRoutes(app, deps)
-  registerMetricsRoutes(app, deps)
-  if (deps.localIssuer !== undefined)
-    registerLocalIssuerRoutes(app, { localIssuer: deps.localIssuer })
+  registerDocumentedRoutes(app, (routes) => {
+    registerShellRoutes(routes, deps)
+    registerEventRoutes(routes, { ...deps, streams })
+    registerAppsRoutes(routes, deps)
+    registerProbeRoutes(routes, deps)
+    registerMetricsRoutes(routes, deps)
+    const { localIssuer } = deps
+    if (localIssuer !== undefined) registerLocalIssuerRoutes(routes, { localIssuer })
+  })
   return app
 }
 

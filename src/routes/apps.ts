@@ -1,7 +1,16 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
-import { problemSchema } from '../http/problem.js'
 import { authenticateThen } from './authenticate.js'
+import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
+import {
+  CHALLENGE_HEADERS,
+  INVENTORY_HEADERS,
+  jsonResponse,
+  notModifiedResponse,
+  OTHER_ERRORS,
+  problemResponse,
+  RETRY_AFTER_HEADERS,
+} from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
 import { sendNotReady, sendTagged, VARY_BY_CALLER } from './tagged-response.js'
@@ -12,7 +21,7 @@ export function registerAppsRoutes(
   deps: { verifier: TokenVerifier; snapshots: SnapshotSource },
 ): void {
   const { verifier, snapshots } = deps
-  app.get('/api/v1/apps', { schema: { response: appsResponses } }, (request, reply) =>
+  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
@@ -22,9 +31,29 @@ export function registerAppsRoutes(
   )
 }
 
+const appsConfig = documentRequest({ headers: INVENTORY_REQUEST_HEADERS })
+
 const appsResponses = {
-  200: appsBodySchema,
-  304: { type: 'null' },
-  401: problemSchema,
-  503: problemSchema,
+  200: jsonResponse(
+    'Every registered app, sorted by key, with the locales its shell speaks.',
+    appsBodySchema,
+    INVENTORY_HEADERS,
+  ),
+  304: notModifiedResponse(
+    'If-None-Match matched: the caller holds these bytes.',
+    INVENTORY_HEADERS,
+  ),
+  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  503: problemResponse(
+    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
+    RETRY_AFTER_HEADERS,
+  ),
+  default: OTHER_ERRORS,
+}
+
+const appsSchema = {
+  operationId: 'listApps',
+  summary: 'The registered apps',
+  security: BEARER_TOKEN,
+  response: appsResponses,
 }

@@ -1,3 +1,4 @@
+import { problemSchema } from '../http/problem.js'
 import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../vocabulary.js'
 
 /**
@@ -103,5 +104,8 @@ export const appsBodySchema = {
   properties: { apps: { type: 'array', items: inventoryEntrySchema } },
 }
 
+/** The body of every error, named once so that the document's error responses all refer to it. */
+export const problemBodySchema = { $id: 'problem', ...problemSchema }
+
 /** Schemas referenced by `$ref` from the response schemas; added to the fastify instance. */
-export const sharedSchemas = [menuItemSchema]
+export const sharedSchemas = [menuItemSchema, problemBodySchema]
