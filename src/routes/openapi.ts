@@ -39,7 +39,10 @@ const openApiRoute = {
   summary: 'This document',
   security: NO_TOKEN,
   response: {
-    200: jsonResponse('The OpenAPI document of the service.', { type: 'object' }),
+    200: jsonResponse('The OpenAPI document of the service.', {
+      type: 'object',
+      additionalProperties: true,
+    }),
     default: OTHER_ERRORS,
   },
 }

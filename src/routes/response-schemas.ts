@@ -60,7 +60,9 @@ export const shellBodySchema = {
         primaryColor: nullableString,
         accentColor: nullableString,
         footerText: nullableString,
-        theme: { type: 'object' },
+        // Free-form JSON for the app's front end; said outright, since some client
+        // generators read a bare object schema as an empty object.
+        theme: { type: 'object', additionalProperties: true },
       },
     },
     user: {
