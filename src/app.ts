@@ -24,6 +24,7 @@ import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
+import { registerDocumentedRoutes } from './routes/openapi.js'
 import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
 import { sharedSchemas } from './routes/response-schemas.js'
@@ -141,6 +142,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     app.route({
       method: [...OTHER_METHODS],
       url,
+      // Not operations of the API: the OpenAPI document lists what a client may call.
+      schema: { hide: true },
       // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
       onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
       handler: (_request, reply) => sendMethodNotAllowed(reply),
@@ -160,15 +163,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
 
   const varyByOrigin = cors !== undefined
-  registerShellRoutes(app, { ...deps, varyByOrigin })
-  registerEventRoutes(app, { ...deps, streams })
-  registerAppsRoutes(app, { ...deps, varyByOrigin })
-  registerProbeRoutes(app, deps)
-  registerMetricsRoutes(app, deps)
-  if (deps.localIssuer !== undefined) {
-    registerLocalIssuerRoutes(app, { localIssuer: deps.localIssuer })
-    registerPreviewRoutes(app, deps)
-  }
+  registerDocumentedRoutes(app, (routes) => {
+    registerShellRoutes(routes, { ...deps, varyByOrigin })
+    registerEventRoutes(routes, { ...deps, streams })
+    registerAppsRoutes(routes, { ...deps, varyByOrigin })
+    registerProbeRoutes(routes, deps)
+    registerMetricsRoutes(routes, deps)
+    const { localIssuer } = deps
+    if (localIssuer !== undefined) {
+      registerLocalIssuerRoutes(routes, { localIssuer })
+      registerPreviewRoutes(routes, deps)
+    }
+  })
   return app
 }
 

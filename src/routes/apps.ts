@@ -1,8 +1,17 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
-import { problemSchema } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { authenticateThen } from './authenticate.js'
+import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
+import {
+  CHALLENGE_HEADERS,
+  INVENTORY_HEADERS,
+  jsonResponse,
+  notModifiedResponse,
+  OTHER_ERRORS,
+  problemResponse,
+  RETRY_AFTER_HEADERS,
+} from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
 import { sendNotReady, sendTagged, VARY_BY_CALLER, varyWithOrigin } from './tagged-response.js'
@@ -19,7 +28,7 @@ export function registerAppsRoutes(
 ): void {
   const { verifier, snapshots, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
-  app.get('/api/v1/apps', { schema: { response: appsResponses } }, (request, reply) =>
+  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
@@ -35,9 +44,29 @@ export function registerAppsRoutes(
   )
 }
 
+const appsConfig = documentRequest({ headers: INVENTORY_REQUEST_HEADERS })
+
 const appsResponses = {
-  200: appsBodySchema,
-  304: { type: 'null' },
-  401: problemSchema,
-  503: problemSchema,
+  200: jsonResponse(
+    'Every registered app, sorted by key, with the locales its shell speaks.',
+    appsBodySchema,
+    INVENTORY_HEADERS,
+  ),
+  304: notModifiedResponse(
+    'If-None-Match matched: the caller holds these bytes.',
+    INVENTORY_HEADERS,
+  ),
+  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  503: problemResponse(
+    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
+    RETRY_AFTER_HEADERS,
+  ),
+  default: OTHER_ERRORS,
+}
+
+const appsSchema = {
+  operationId: 'listApps',
+  summary: 'The registered apps',
+  security: BEARER_TOKEN,
+  response: appsResponses,
 }

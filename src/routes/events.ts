@@ -1,11 +1,25 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
-import { problemSchema, sendProblem } from '../http/problem.js'
+import { sendProblem } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { secondsSinceReceived } from '../request-duration-histogram.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
+import {
+  APP_KEY_PARAMS,
+  BEARER_TOKEN,
+  documentRequest,
+  EVENTS_REQUEST_HEADERS,
+} from './documented-requests.js'
+import {
+  CHALLENGE_HEADERS,
+  EVENT_STREAM_HEADERS,
+  OTHER_ERRORS,
+  problemResponse,
+  RETRY_AFTER_HEADERS,
+  textResponse,
+} from './documented-responses.js'
 import type { SnapshotSource } from './snapshot-source.js'
 import { sendNotReady } from './tagged-response.js'
 
@@ -28,7 +42,16 @@ export function registerEventRoutes(
   const { verifier, snapshots, streams, metrics } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
-    { schema: { response: eventResponses } },
+    {
+      schema: {
+        operationId: 'followShell',
+        summary: "Server-Sent Events: the caller's shell ETag, now and each time it changes",
+        description: EVENTS_DESCRIPTION,
+        security: BEARER_TOKEN,
+        response: eventResponses,
+      },
+      config: documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
+    },
     (request, reply) => {
       const { appKey } = request.params
       if (!APP_KEY.test(appKey)) return sendProblem(reply, 'notFound', 'no such app')
@@ -81,8 +104,31 @@ function firstValue(header: string | string[] | undefined): string | undefined {
 }
 
 const eventResponses = {
-  200: { type: 'string', description: 'text/event-stream' },
-  401: problemSchema,
-  404: problemSchema,
-  503: problemSchema,
+  200: textResponse(
+    'The stream: shell events, keep-alive comments, gone.',
+    'text/event-stream',
+    EVENT_STREAM_HEADERS,
+  ),
+  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  404: problemResponse('No app has this key.'),
+  503: problemResponse(
+    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, or the instance holds as many streams as it may (EVENT_STREAMS_MAX).",
+    RETRY_AFTER_HEADERS,
+  ),
+  default: OTHER_ERRORS,
 }
+
+/** The events are text, not a schema: the operation's description is where a reader finds them. */
+const EVENTS_DESCRIPTION = [
+  'Errors come before the stream starts, as for the shell. Then, at once unless Last-Event-ID equals the current tag:',
+  '',
+  '```',
+  'event: shell',
+  'id: <tag>',
+  'data: {"etag":"\\"<tag>\\""}',
+  '```',
+  '',
+  'where `"<tag>"` is the ETag that `GET /api/v1/shell/{appKey}` returns for the same token and language. Another `shell` event follows each time that ETag changes, and only then; a burst of changes gives a few events, the last with the current tag.',
+  '',
+  'A comment line `: keep-alive` comes at least every 30 seconds. `event: gone` (data `{"app":"<key>"}`) means the app was deleted; the stream then ends. The stream also ends at the token\'s `exp` and when the instance shuts down: reconnect with a fresh token and Last-Event-ID.',
+].join('\n')

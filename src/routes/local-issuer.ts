@@ -23,10 +23,10 @@ export function registerLocalIssuerRoutes(
   deps: { localIssuer: LocalIssuer },
 ): void {
   const { localIssuer } = deps
-  app.get('/local-issuer/.well-known/openid-configuration', async () =>
+  app.get('/local-issuer/.well-known/openid-configuration', { schema: HIDDEN }, async () =>
     localIssuer.discoveryDocument(),
   )
-  app.get(`/local-issuer${LOCAL_JWKS_PATH}`, async () => localIssuer.jwks())
+  app.get(`/local-issuer${LOCAL_JWKS_PATH}`, { schema: HIDDEN }, async () => localIssuer.jwks())
 
   // A token for chosen roles, to the preview page of this service only: a page
   // of another site in the same browser must not get one.
@@ -35,7 +35,7 @@ export function registerLocalIssuerRoutes(
     {
       onRequest: refuseUnlessLocalSameOrigin,
       bodyLimit: 16 * 1024,
-      schema: { body: previewTokenRequestSchema, response: previewTokenResponses },
+      schema: { ...HIDDEN, body: previewTokenRequestSchema, response: previewTokenResponses },
     },
     async (request, reply) => {
       const token = await localIssuer.signToken({
@@ -75,3 +75,10 @@ const previewTokenResponses = {
   400: problemSchema,
   403: problemSchema,
 }
+
+/**
+ * Left out of the OpenAPI document: these serve the service's own verifier in
+ * local mode, are no part of the API, and would make the document differ
+ * between local mode and production.
+ */
+const HIDDEN = { hide: true }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../metrics.js'
+import { NO_TOKEN } from './documented-requests.js'
+import { OTHER_ERRORS, textResponse } from './documented-responses.js'
 import type { SnapshotSource } from './snapshot-source.js'
 
 /** `GET /metrics`: Prometheus text format, no token (scrapers are admitted by network policy). */
@@ -8,11 +10,21 @@ export function registerMetricsRoutes(
   deps: { metrics: Metrics; snapshots: SnapshotSource },
 ): void {
   const { metrics, snapshots } = deps
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', { schema: metricsRoute }, async (_request, reply) => {
     // The age is a function of the scrape time, so it is set here rather than by the feed.
     const age = snapshots.snapshotAgeSeconds()
     if (age !== null) metrics.snapshotAge.set(age)
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })
+}
+
+const metricsRoute = {
+  operationId: 'getMetrics',
+  summary: 'Prometheus metrics',
+  security: NO_TOKEN,
+  response: {
+    200: textResponse('Prometheus text exposition format (version 0.0.4).', 'text/plain'),
+    default: OTHER_ERRORS,
+  },
 }

@@ -43,6 +43,12 @@ interface StaticFile {
  * `GET /preview/granted-roles`, every app's granted roles, which the API does
  * not list and the page offers as its role picker.
  */
+/**
+ * Left out of the OpenAPI document: a local-mode tool for people, no part of
+ * the API, whose presence would make the document differ from production's.
+ */
+const HIDDEN = { hide: true }
+
 export function registerPreviewRoutes(
   app: FastifyInstance,
   deps: { snapshots: SnapshotSource },
@@ -51,9 +57,9 @@ export function registerPreviewRoutes(
   const page = files.get('index.html')
   if (page === undefined) throw new Error(`the preview page is missing from ${PREVIEW_DIR}`)
 
-  app.get('/', (_request, reply) => sendStatic(reply, page))
+  app.get('/', { schema: HIDDEN }, (_request, reply) => sendStatic(reply, page))
 
-  app.get<{ Params: { file: string } }>('/preview/:file', (request, reply) => {
+  app.get<{ Params: { file: string } }>('/preview/:file', { schema: HIDDEN }, (request, reply) => {
     const file = files.get(request.params.file)
     if (file === undefined || request.params.file === 'index.html')
       return sendProblem(reply, 'notFound', 'no such file of the preview page')
@@ -62,7 +68,10 @@ export function registerPreviewRoutes(
 
   app.get(
     '/preview/granted-roles',
-    { onRequest: refuseUnlessLocalSameOrigin, schema: { response: grantedRolesResponses } },
+    {
+      onRequest: refuseUnlessLocalSameOrigin,
+      schema: { ...HIDDEN, response: grantedRolesResponses },
+    },
     (_request, reply) => {
       const snapshot = deps.snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, deps.snapshots.notReadyReason())

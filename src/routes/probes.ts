@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import { NO_TOKEN } from './documented-requests.js'
+import { jsonResponse, OTHER_ERRORS } from './documented-responses.js'
 import type { SnapshotSource } from './snapshot-source.js'
 
 /**
@@ -10,32 +12,26 @@ export function registerProbeRoutes(
   app: FastifyInstance,
   deps: { snapshots: SnapshotSource; isShuttingDown: () => boolean },
 ): void {
-  app.get('/healthz', { schema: { response: { 200: healthSchema } } }, async () => ({
+  app.get('/healthz', { schema: healthRoute }, async () => ({
     status: 'ok',
   }))
 
-  app.get(
-    '/readyz',
-    { schema: { response: { 200: readySchema, 503: notReadySchema } } },
-    async (_request, reply) => {
-      const snapshot = deps.snapshots.current()
-      if (deps.isShuttingDown())
-        return reply.code(503).send({ status: 'not_ready', reason: 'shutting down' })
-      if (snapshot === undefined) {
-        return reply
-          .code(503)
-          .send({ status: 'not_ready', reason: deps.snapshots.notReadyReason() })
-      }
-      return {
-        status: 'ready',
-        snapshot: {
-          version: snapshot.version,
-          loadedAt: snapshot.loadedAt.toISOString(),
-          apps: snapshot.appKeys.length,
-        },
-      }
-    },
-  )
+  app.get('/readyz', { schema: readyRoute }, async (_request, reply) => {
+    const snapshot = deps.snapshots.current()
+    if (deps.isShuttingDown())
+      return reply.code(503).send({ status: 'not_ready', reason: 'shutting down' })
+    if (snapshot === undefined) {
+      return reply.code(503).send({ status: 'not_ready', reason: deps.snapshots.notReadyReason() })
+    }
+    return {
+      status: 'ready',
+      snapshot: {
+        version: snapshot.version,
+        loadedAt: snapshot.loadedAt.toISOString(),
+        apps: snapshot.appKeys.length,
+      },
+    }
+  })
 }
 
 const healthSchema = {
@@ -63,4 +59,27 @@ const notReadySchema = {
   type: 'object',
   required: ['status', 'reason'],
   properties: { status: { type: 'string' }, reason: { type: 'string' } },
+}
+
+const healthRoute = {
+  operationId: 'getHealth',
+  summary: 'Liveness: the process serves',
+  security: NO_TOKEN,
+  response: {
+    200: jsonResponse('The process serves.', healthSchema),
+    default: OTHER_ERRORS,
+  },
+}
+const readyRoute = {
+  operationId: 'getReadiness',
+  summary: 'Readiness: a snapshot is loaded and the instance is not shutting down',
+  security: NO_TOKEN,
+  response: {
+    200: jsonResponse('A snapshot is loaded: the instance answers the API.', readySchema),
+    503: jsonResponse(
+      'No snapshot is loaded yet, or the instance is shutting down.',
+      notReadySchema,
+    ),
+    default: OTHER_ERRORS,
+  },
 }

@@ -1,4 +1,5 @@
-import { MENU_KINDS, mapZones, ZONES } from '../vocabulary.js'
+import { problemSchema } from '../http/problem.js'
+import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../vocabulary.js'
 
 /**
  * Response schemas of the API as the contract fixes them. The 200 bodies are
@@ -25,7 +26,7 @@ export const menuItemSchema = {
   required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
   properties: {
     id: { type: 'string' },
-    kind: { enum: MENU_KINDS },
+    kind: { type: 'string', enum: MENU_KINDS },
     label: { type: 'string' },
     icon: nullableString,
     href: nullableString,
@@ -38,7 +39,7 @@ const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
 /** The shell response as the contract fixes it; documentation only, since the bytes are precomputed. */
 export const shellBodySchema = {
   type: 'object',
-  required: ['app', 'branding', 'user', 'menus'],
+  required: ['app', 'branding', 'user', 'menus', 'locale'],
   properties: {
     app: appSummarySchema,
     branding: {
@@ -59,7 +60,9 @@ export const shellBodySchema = {
         primaryColor: nullableString,
         accentColor: nullableString,
         footerText: nullableString,
-        theme: { type: 'object' },
+        // Free-form JSON for the app's front end; said outright, since some client
+        // generators read a bare object schema as an empty object.
+        theme: { type: 'object', additionalProperties: true },
       },
     },
     user: {
@@ -78,14 +81,33 @@ export const shellBodySchema = {
       required: ZONES,
       properties: mapZones(() => menuList),
     },
+    locale: {
+      type: 'string',
+      pattern: LANGUAGE_TAG_PATTERN,
+      description: 'The locale the labels are in, chosen from Accept-Language; as stored.',
+    },
+  },
+}
+
+/** One app of the inventory: its summary and the languages its shell speaks. */
+const inventoryEntrySchema = {
+  type: 'object',
+  required: [...appSummarySchema.required, 'defaultLocale', 'locales'],
+  properties: {
+    ...appSummarySchema.properties,
+    defaultLocale: { type: 'string', pattern: LANGUAGE_TAG_PATTERN },
+    locales: { type: 'array', items: { type: 'string', pattern: LANGUAGE_TAG_PATTERN } },
   },
 }
 
 export const appsBodySchema = {
   type: 'object',
   required: ['apps'],
-  properties: { apps: { type: 'array', items: appSummarySchema } },
+  properties: { apps: { type: 'array', items: inventoryEntrySchema } },
 }
 
+/** The body of every error, named once so that the document's error responses all refer to it. */
+export const problemBodySchema = { $id: 'problem', ...problemSchema }
+
 /** Schemas referenced by `$ref` from the response schemas; added to the fastify instance. */
-export const sharedSchemas = [menuItemSchema]
+export const sharedSchemas = [menuItemSchema, problemBodySchema]

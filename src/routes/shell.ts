@@ -1,9 +1,24 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
-import { problemSchema, sendProblem } from '../http/problem.js'
+import { sendProblem } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
+import {
+  APP_KEY_PARAMS,
+  BEARER_TOKEN,
+  documentRequest,
+  SHELL_REQUEST_HEADERS,
+} from './documented-requests.js'
+import {
+  CHALLENGE_HEADERS,
+  jsonResponse,
+  notModifiedResponse,
+  OTHER_ERRORS,
+  problemResponse,
+  RETRY_AFTER_HEADERS,
+  SHELL_HEADERS,
+} from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import type { SnapshotSource } from './snapshot-source.js'
@@ -19,8 +34,8 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
  * Per request: a cache lookup, the language (memoized per header value), the
- * caller's last shell (else a role-set key and a memoized variant), and two
- * precomputed buffers joined around the caller's precomputed user block.
+ * caller's last shell (else a role-set key and a memoized variant), and the
+ * variant's precomputed head and tail written around the caller's user block.
  */
 export function registerShellRoutes(
   app: FastifyInstance,
@@ -36,7 +51,15 @@ export function registerShellRoutes(
   const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
-    { schema: { response: shellResponses } },
+    {
+      schema: {
+        operationId: 'getShell',
+        summary: 'The page frame of one app, as the caller sees it',
+        security: BEARER_TOKEN,
+        response: shellResponses,
+      },
+      config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
+    },
     (request, reply) => {
       const { appKey } = request.params
       // A key that cannot exist is answered without verifying anything.
@@ -61,9 +84,17 @@ export function registerShellRoutes(
 }
 
 const shellResponses = {
-  200: shellBodySchema,
-  304: { type: 'null' },
-  401: problemSchema,
-  404: problemSchema,
-  503: problemSchema,
+  200: jsonResponse(
+    "The app, its branding, the caller and the menus the caller may see, in one of the app's locales.",
+    shellBodySchema,
+    SHELL_HEADERS,
+  ),
+  304: notModifiedResponse('If-None-Match matched: the caller holds these bytes.', SHELL_HEADERS),
+  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  404: problemResponse('No app has this key.'),
+  503: problemResponse(
+    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
+    RETRY_AFTER_HEADERS,
+  ),
+  default: OTHER_ERRORS,
 }

@@ -92,6 +92,13 @@ t.test(
     )
     const keyFile = await stat(join(LOCAL_DATA_DIR, 'local-issuer-key.json'))
     t.equal(keyFile.mode & 0o777, 0o600, 'the key pair is kept with mode 0600')
+    const openApi = await httpRequest(address.origin, '/openapi.json')
+    t.notOk(
+      Object.keys(openApi.json<{ paths: object }>().paths).some((path) =>
+        path.startsWith('/local-issuer'),
+      ),
+      'the local issuer serves the verifier, not clients: the OpenAPI document leaves it out',
+    )
 
     const printed = await runNode(
       'src/cli/main.ts',

@@ -1,0 +1,68 @@
+import type { SwaggerTransform } from '@fastify/swagger'
+import type { FastifyContextConfig } from 'fastify'
+import { APP_KEY_PATTERN } from '../vocabulary.js'
+
+/**
+ * Request parameters as the OpenAPI document shows them, and nowhere else.
+ * In a route's schema fastify would validate them on every request: work on
+ * the hot path, and a 400 where the service answers a key that names no app
+ * with a 404. So they reach the document through the route's transform only.
+ */
+
+/** The security requirement of the API: a Bearer token (components.securitySchemes.bearer). */
+export const BEARER_TOKEN = [{ bearer: [] }]
+/** Stated rather than left out, so that no reader or linter takes the route for an oversight. */
+export const NO_TOKEN = []
+
+export const APP_KEY_PARAMS = {
+  type: 'object',
+  required: ['appKey'],
+  properties: {
+    appKey: {
+      type: 'string',
+      pattern: APP_KEY_PATTERN,
+      description: 'Key of a registered app; a key that names no app gets 404.',
+    },
+  },
+}
+
+const ifNoneMatch = {
+  type: 'string',
+  description:
+    'ETags the caller holds (a list, compared weakly, or *): a match gets 304 with no body.',
+}
+const acceptLanguage = {
+  type: 'string',
+  description:
+    "Preferred languages (RFC 9110); the response is in the best of the app's locales, else its default. A header that does not parse counts as absent.",
+}
+
+export const SHELL_REQUEST_HEADERS = headerObject({
+  'If-None-Match': ifNoneMatch,
+  'Accept-Language': acceptLanguage,
+})
+export const EVENTS_REQUEST_HEADERS = headerObject({
+  'Accept-Language': acceptLanguage,
+  'Last-Event-ID': {
+    type: 'string',
+    description:
+      'The id of the last shell event the client saw: no first event when it is current.',
+  },
+})
+export const INVENTORY_REQUEST_HEADERS = headerObject({ 'If-None-Match': ifNoneMatch })
+
+/** Route config that adds these parameters to the route's operation in the document. */
+export function documentRequest(request: {
+  params?: object
+  headers?: object
+}): FastifyContextConfig {
+  const swaggerTransform: SwaggerTransform = ({ schema, url }) => ({
+    url,
+    schema: { ...schema, ...request },
+  })
+  return { swaggerTransform }
+}
+
+function headerObject(properties: Record<string, object>) {
+  return { type: 'object', properties }
+}

@@ -1,0 +1,135 @@
+import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
+import { LANGUAGE_TAG_PATTERN } from '../vocabulary.js'
+import { CACHE_CONTROL, VARY_BY_CALLER, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
+
+/**
+ * Responses as the OpenAPI document shows them: a description, the headers
+ * the service sends with them, and the body schema under its media type.
+ * Fastify reads only the body schemas (for objects it serializes itself);
+ * the precomputed bodies, problem strings and streams never go through them.
+ */
+
+/** A response header: a JSON schema of its value and a description, as @fastify/swagger reads it. */
+interface HeaderSchema {
+  readonly type: 'string' | 'integer'
+  readonly description: string
+  readonly pattern?: string
+  readonly enum?: readonly string[]
+  readonly minimum?: number
+}
+type Headers = Readonly<Record<string, HeaderSchema>>
+
+/** The media type alone: parameters such as charset belong to the header, not the document's key. */
+const JSON_MEDIA_TYPE = 'application/json'
+const PROBLEM_MEDIA_TYPE = PROBLEM_CONTENT_TYPE.split(';')[0] as string
+
+const etag: Headers = {
+  ETag: {
+    type: 'string',
+    // A strong tag: quoted, no W/ prefix (RFC 9110 section 8.8.3).
+    pattern: '^"[!#-~]*"$',
+    description:
+      'Strong tag of these bytes, derived from their content alone: the same on every instance and after restarts. Send it back in If-None-Match.',
+  },
+}
+const privateNoCache: Headers = {
+  'Cache-Control': {
+    type: 'string',
+    enum: [CACHE_CONTROL],
+    description: 'Only the caller may keep the response, and must revalidate it before use.',
+  },
+}
+const contentLanguage: Headers = {
+  'Content-Language': {
+    type: 'string',
+    pattern: LANGUAGE_TAG_PATTERN,
+    description: "The locale chosen from Accept-Language among the app's locales.",
+  },
+}
+
+/** The headers of a shell answer, 200 and 304 alike: a 304 carries what the 200 would. */
+export const SHELL_HEADERS: Headers = {
+  ...etag,
+  ...privateNoCache,
+  Vary: {
+    type: 'string',
+    pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
+    description: 'The body depends on the token and on Accept-Language.',
+  },
+  ...contentLanguage,
+}
+
+/** The headers of an inventory answer, 200 and 304 alike; the inventory is not translated. */
+export const INVENTORY_HEADERS: Headers = {
+  ...etag,
+  ...privateNoCache,
+  Vary: {
+    type: 'string',
+    pattern: `^${VARY_BY_CALLER}`,
+    description: 'The response depends on the token.',
+  },
+}
+
+export const EVENT_STREAM_HEADERS: Headers = {
+  'Cache-Control': {
+    type: 'string',
+    enum: ['no-cache'],
+    description: 'Events are not to be stored.',
+  },
+  ...contentLanguage,
+}
+
+export const CHALLENGE_HEADERS: Headers = {
+  'WWW-Authenticate': {
+    type: 'string',
+    pattern: '^Bearer realm="shell"',
+    description:
+      'Bearer realm="shell"; with error="invalid_token" and an error_description when a token was sent and failed verification.',
+  },
+}
+
+export const RETRY_AFTER_HEADERS: Headers = {
+  'Retry-After': {
+    type: 'integer',
+    minimum: 0,
+    description: 'Seconds to wait before trying again.',
+  },
+}
+
+/** A JSON body the route sends; `headers` are the ones the contract pins on it. */
+export function jsonResponse(description: string, schema: object, headers: Headers = {}) {
+  return withHeaders({ description, content: { [JSON_MEDIA_TYPE]: { schema } } }, headers)
+}
+
+/** A body of another media type (an event stream, Prometheus text). */
+export function textResponse(description: string, mediaType: string, headers: Headers = {}) {
+  return withHeaders(
+    { description, content: { [mediaType]: { schema: { type: 'string' } } } },
+    headers,
+  )
+}
+
+/** An RFC 9457 problem: `application/problem+json`, the shared problem schema. */
+export function problemResponse(description: string, headers: Headers = {}) {
+  return withHeaders(
+    { description, content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: 'problem#' } } } },
+    headers,
+  )
+}
+
+/** A 304: no body (`type: 'null'` is how @fastify/swagger leaves the content out). */
+export function notModifiedResponse(description: string, headers: Headers) {
+  return { type: 'null', description, headers }
+}
+
+/**
+ * Any status the operation does not list: a request fastify refuses before
+ * any route (a URL that cannot be decoded) or an internal failure.
+ */
+export const OTHER_ERRORS = problemResponse(
+  'Any other error: a request that is not valid, or a failure of the service.',
+)
+
+function withHeaders<T extends object>(response: T, headers: Headers): T & { headers?: Headers } {
+  return Object.keys(headers).length === 0 ? response : { ...response, headers }
+}
