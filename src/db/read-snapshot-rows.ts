@@ -21,10 +21,10 @@ import { selectColumns } from './select-columns.js'
 export type AppRevisions = ReadonlyMap<string, string>
 
 export interface SnapshotRead {
-  /** Every app row; the other tables' rows of the changed apps only. */
+  /** The rows of the apps read: every app on a full read, else the moved ones only. */
   readonly rows: SnapshotRows
   readonly revisions: AppRevisions
-  /** Apps whose revision equals the one known before: their other rows were not read. */
+  /** Apps whose revision equals the one known before: none of their rows were read. */
   readonly unchangedApps: ReadonlySet<string>
 }
 
@@ -63,7 +63,8 @@ async function readEverything(sql: Sql): Promise<SnapshotRead> {
 async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotRead> {
   const [result] = await sql<
     {
-      apps: AppRowWithRevision[]
+      revisions: Record<string, string | null>
+      apps: AppRow[]
       branding: BrandingRow[]
       menuItems: MenuItemRow[]
       grants: GrantRow[]
@@ -73,42 +74,49 @@ async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotR
     with known as (
       select * from unnest(${[...known.keys()]}::text[], ${[...known.values()]}::bigint[])
         as k(app_key, revision)
-    ), current_apps as (
-      select ${selectColumns(sql, APP_COLUMNS, 'a')}, r.revision::text as revision
+    ), current_revisions as (
+      select a.app_key, r.revision::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)
     ), changed as (
-      select c."appKey" as app_key from current_apps c left join known k on k.app_key = c."appKey"
+      -- Used as = any(array(…)): a small array computed first, then index look-ups (by
+      -- app_key, by item id), rather than joins the planner would make scan whole tables.
+      select c.app_key from current_revisions c left join known k using (app_key)
       where c.revision is null or k.revision::text is distinct from c.revision
+    ), changed_items as (
+      select id from shell.menu_items where app_key = any(array(select app_key from changed))
     )
     select
-      (select coalesce(json_agg(c), '[]') from current_apps c) as apps,
+      (select coalesce(json_object_agg(app_key, revision), '{}') from current_revisions)
+        as revisions,
+      (select coalesce(json_agg(t), '[]') from (
+        select ${selectColumns(sql, APP_COLUMNS, 'a')} from shell.apps a
+        where a.app_key = any(array(select app_key from changed))) t) as apps,
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, BRANDING_COLUMNS, 'b')} from shell.branding b
-        where b.app_key in (select app_key from changed)) t) as branding,
+        where b.app_key = any(array(select app_key from changed))) t) as branding,
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')} from shell.menu_items m
-        where m.app_key in (select app_key from changed)) t) as "menuItems",
+        where m.app_key = any(array(select app_key from changed))) t) as "menuItems",
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, GRANT_COLUMNS, 'g')}
-        from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
-        where m.app_key in (select app_key from changed)) t) as grants,
+        from shell.menu_role_grants g
+        where g.menu_item_id = any(array(select id from changed_items))) t) as grants,
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, LABEL_COLUMNS, 'l')}
-        from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
-        where m.app_key in (select app_key from changed)) t) as labels`
+        from shell.menu_item_labels l
+        where l.menu_item_id = any(array(select id from changed_items))) t) as labels`
   if (result === undefined) throw new Error('the reload statement returned no row')
   const { apps, branding, menuItems, grants, labels } = result
-  const { revisions, unchangedApps } = sortByRevision(apps, known)
-  return {
-    rows: { apps: apps.map(withoutRevision), branding, menuItems, grants, labels },
-    revisions,
-    unchangedApps,
-  }
+  const { revisions, unchangedApps } = sortByRevision(
+    Object.entries(result.revisions).map(([appKey, revision]) => ({ appKey, revision })),
+    known,
+  )
+  return { rows: { apps, branding, menuItems, grants, labels }, revisions, unchangedApps }
 }
 
 /** Each app's revision, and which apps kept the one known (none without `known`). */
 function sortByRevision(
-  apps: readonly AppRowWithRevision[],
+  apps: readonly { appKey: string; revision: string | null }[],
   known?: AppRevisions,
 ): { revisions: Map<string, string>; unchangedApps: Set<string> } {
   const revisions = new Map<string, string>()

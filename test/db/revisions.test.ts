@@ -95,7 +95,7 @@ t.test('a rolled-back change moves nothing', async (t) => {
 })
 
 t.test(
-  "an incremental read returns every app row but only the moved apps' other rows",
+  "an incremental read returns every app's revision but only the moved apps' rows",
   async (t) => {
     const first = await readSnapshotRows(sql)
     t.same(first.unchangedApps, new Set(), 'a read without known revisions reads everything')
@@ -103,10 +103,15 @@ t.test(
     const unchanged = await readSnapshotRows(sql, first.revisions)
     t.same(unchanged.unchangedApps, new Set(['crm', 'hr']))
     t.same(unchanged.rows.menuItems, [])
-    t.equal(unchanged.rows.apps.length, 2)
+    t.same(unchanged.rows.apps, [], 'not even the app rows')
+    t.same([...unchanged.revisions.keys()].sort(), ['crm', 'hr'], 'but every revision')
     await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${hrItemId}, 'hr-admin')`
     const moved = await readSnapshotRows(sql, first.revisions)
     t.same(moved.unchangedApps, new Set(['crm']))
+    t.same(
+      moved.rows.apps.map((app) => app.appKey),
+      ['hr'],
+    )
     t.same(
       moved.rows.menuItems.map((item) => item.appKey),
       ['hr'],

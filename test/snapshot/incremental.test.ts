@@ -89,21 +89,19 @@ t.test('a changed app never serves a variant of its old content', async (t) => {
 })
 
 t.test(
-  'apps gone from the rows are gone from the snapshot, even when marked unchanged',
+  'an app marked unchanged needs no rows; an app neither read nor marked is gone',
   async (t) => {
     const first = buildSnapshot(fullRows())
     const rows = onlyCrmRows('Leads')
-    const next = buildSnapshot(
-      { ...rows, apps: rows.apps.filter((app) => app.appKey === 'crm') },
-      {
-        previous: first,
-        unchangedApps: new Set(['hr']),
-      },
-    )
-    t.equal(next.app('hr'), undefined)
-    t.equal(next.appKeys.length, 1)
+    const crmOnly = { ...rows, apps: rows.apps.filter((app) => app.appKey === 'crm') }
+    const kept = buildSnapshot(crmOnly, { previous: first, unchangedApps: new Set(['hr']) })
+    t.equal(kept.app('hr'), first.app('hr'), 'hr taken over without any row of it')
+    t.same(kept.appKeys, ['crm', 'hr'])
+    const gone = buildSnapshot(crmOnly, { previous: first, unchangedApps: new Set() })
+    t.equal(gone.app('hr'), undefined)
+    t.same(gone.appKeys, ['crm'])
     t.equal(
-      next.version,
+      gone.version,
       buildSnapshot({ ...rows, apps: [appRow('crm', { name: 'CRM' })] }).version,
     )
   },
