@@ -1,4 +1,3 @@
-import type { LRUCache } from 'lru-cache'
 import { parseAcceptLanguage } from '../http/accept-language.js'
 import { ImmutableSet } from './immutable-set.js'
 import { lookUpLocale, truncationsOf } from './locale-lookup.js'
@@ -6,12 +5,7 @@ import type { MenuTrees } from './menu-tree.js'
 import { type RenderLocale, renderShellVariant } from './render.js'
 import { createRoleSetKeyFunction, intersectRoles } from './role-set.js'
 import type { AppView, ShellVariant } from './types.js'
-
-/**
- * Variants of every app, shared by successive snapshots, keyed by
- * `appKey + "\0" + app content hash + "\0" + roleSetKey + "\0" + locale`.
- */
-export type VariantCache = LRUCache<string, ShellVariant>
+import type { VariantCache } from './variant-cache.js'
 
 /**
  * `Accept-Language` values remembered per app with the locale they chose.
@@ -41,7 +35,10 @@ export function createAppView(
   menus: MenuTrees,
   appLocales: AppLocales,
   variants: VariantCache,
-  /** Names this app's content in the variant cache, which outlives snapshots; ends with "\0". */
+  /**
+   * Names this app's content in the variant cache, which outlives snapshots;
+   * ends with "\0". A variant's key is this + roleSetKey + "\0" + locale.
+   */
   cacheKeyPrefix: string,
 ): AppView {
   const grantedRoles: ReadonlySet<string> = new ImmutableSet(menus.grantedRoles)
@@ -89,7 +86,7 @@ export function createAppView(
     if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
     const relevantRoles = new Set(intersectRoles(callerRoles, grantedRoles))
     const rendered = renderShellVariant(head, menus.roots, relevantRoles, renderLocale)
-    variants.set(cacheKey, rendered)
+    variants.set(cacheKey, cacheKeyPrefix, rendered)
     return rendered
   }
 

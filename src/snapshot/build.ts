@@ -1,5 +1,4 @@
-import { LRUCache } from 'lru-cache'
-import { type AppLocales, createAppView, type VariantCache } from './app-view.js'
+import { type AppLocales, createAppView } from './app-view.js'
 import { buildMenuTrees } from './menu-tree.js'
 import {
   renderAppJson,
@@ -15,10 +14,11 @@ import type {
   ItemLabels,
   LabelRow,
   MenuItemRow,
-  ShellVariant,
+  RenderedBody,
   Snapshot,
   SnapshotRows,
 } from './types.js'
+import { createVariantCache, type VariantCache } from './variant-cache.js'
 import { computeAppHash, computeSnapshotVersion } from './version.js'
 
 export interface BuildSnapshotOptions {
@@ -45,6 +45,9 @@ interface BuiltApp {
 interface SnapshotInternals {
   readonly apps: ReadonlyMap<string, BuiltApp>
   readonly variants: VariantCache
+  /** The inventory's entries, in order, as rendered into `appsInventory`. */
+  readonly inventoryEntries: readonly string[]
+  readonly appsInventory: RenderedBody
 }
 
 /** Per snapshot, out of its public face: only the next build reads it. */
@@ -54,12 +57,6 @@ const internalsOf = new WeakMap<Snapshot, SnapshotInternals>()
 const DEFAULT_VARIANT_CACHE_MAX_ENTRIES = 10_000
 /** 64 MiB: ten thousand variants of a large app's menus fit comfortably. */
 const DEFAULT_VARIANT_CACHE_MAX_BYTES = 64 * 1024 * 1024
-/**
- * Bytes charged per variant besides its tail: the head is shared by all
- * variants of an app and not counted, so this stands for the cache key, the
- * tag, the variant object and the cache's own bookkeeping.
- */
-const VARIANT_OVERHEAD_BYTES = 256
 
 /**
  * Turns one consistent read of the database into an immutable snapshot:
@@ -73,7 +70,13 @@ const VARIANT_OVERHEAD_BYTES = 256
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
   const appRows = new Map<string, AppRow>()
   for (const app of rows.apps) appRows.set(app.appKey, app)
-  const apps = [...appRows.values()].sort((a, b) => compareCodeUnits(a.appKey, b.appKey))
+  const previous = options.previous === undefined ? undefined : internalsOf.get(options.previous)
+  // The apps are those read and those taken over unchanged, whose rows need not be read.
+  const appKeys = [...appRows.keys()]
+  for (const appKey of options.unchangedApps ?? []) {
+    if (!appRows.has(appKey) && previous?.apps.has(appKey)) appKeys.push(appKey)
+  }
+  appKeys.sort(compareCodeUnits)
 
   const brandingByApp = new Map<string, BrandingRow>()
   for (const branding of rows.branding) brandingByApp.set(branding.appKey, branding)
@@ -81,23 +84,21 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   const grantsByItemId = groupGrantsByItem(rows)
   const labelRowsByItemId = groupLabelsByItem(rows.labels)
 
-  const previous = options.previous === undefined ? undefined : internalsOf.get(options.previous)
   // One variant cache for the life of the feed: reused apps keep their warm variants, and
   // keys carry the app's content hash, so a changed app's old variants are never served.
   const variants: VariantCache =
     previous?.variants ??
-    new LRUCache<string, ShellVariant>({
-      max: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
-      maxSize: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
-      sizeCalculation: (variant) => variant.tail.length + VARIANT_OVERHEAD_BYTES,
+    createVariantCache({
+      maxEntries: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
+      maxBytes: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
     })
 
   const builtApps = new Map<string, BuiltApp>()
-  for (const app of apps) {
-    const { appKey } = app
+  for (const appKey of appKeys) {
     const reusable = options.unchangedApps?.has(appKey) ? previous?.apps.get(appKey) : undefined
-    if (reusable !== undefined) {
-      builtApps.set(appKey, reusable)
+    const app = appRows.get(appKey)
+    if (reusable !== undefined || app === undefined) {
+      if (reusable !== undefined) builtApps.set(appKey, reusable)
       continue
     }
     const branding = brandingByApp.get(appKey)
@@ -116,15 +117,21 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   if (previous !== undefined) dropStaleVariants(variants, previous.apps, builtApps)
 
   const built = [...builtApps.values()]
+  const inventoryEntries = built.map((entry) => entry.inventoryJson)
+  // Most reloads change menus, not the inventory: its bytes and tag are then kept as they were.
+  const appsInventory =
+    previous !== undefined && haveSameItems(previous.inventoryEntries, inventoryEntries)
+      ? previous.appsInventory
+      : renderAppsInventory(inventoryEntries)
   const snapshot: Snapshot = Object.freeze({
     version: computeSnapshotVersion(built.map((entry) => entry.hash)),
     // A copy, so that the caller's Date object cannot move this snapshot's time.
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
-    appKeys: Object.freeze(apps.map((app) => app.appKey)),
-    appsInventory: renderAppsInventory(built.map((entry) => entry.inventoryJson)),
+    appKeys: Object.freeze(appKeys),
+    appsInventory,
     app: (appKey: string) => builtApps.get(appKey)?.view,
   })
-  internalsOf.set(snapshot, { apps: builtApps, variants })
+  internalsOf.set(snapshot, { apps: builtApps, variants, inventoryEntries, appsInventory })
   return snapshot
 }
 
@@ -139,17 +146,13 @@ function dropStaleVariants(
   before: ReadonlyMap<string, BuiltApp>,
   after: ReadonlyMap<string, BuiltApp>,
 ): void {
-  const stalePrefixes = new Set<string>()
   for (const [appKey, { hash }] of before) {
-    if (after.get(appKey)?.hash !== hash) stalePrefixes.add(variantKeyPrefix(appKey, hash))
+    if (after.get(appKey)?.hash !== hash) variants.dropPrefix(variantKeyPrefix(appKey, hash))
   }
-  if (stalePrefixes.size === 0) return
-  const stale: string[] = []
-  for (const key of variants.keys()) {
-    const prefixEnd = key.indexOf('\0', key.indexOf('\0') + 1) + 1
-    if (stalePrefixes.has(key.slice(0, prefixEnd))) stale.push(key)
-  }
-  for (const key of stale) variants.delete(key)
+}
+
+function haveSameItems(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((item, index) => item === b[index])
 }
 
 /** App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely. */

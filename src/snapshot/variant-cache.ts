@@ -1,0 +1,55 @@
+import { LRUCache } from 'lru-cache'
+import type { ShellVariant } from './types.js'
+
+/**
+ * Rendered variants of every app, shared by successive snapshots and bounded
+ * as a whole, least recently used out first. Each variant is filed under its
+ * app content's prefix too, so that the variants of content a snapshot no
+ * longer has can be dropped without walking the whole cache.
+ */
+export interface VariantCache {
+  get(key: string): ShellVariant | undefined
+  /** `key` starts with `prefix`, which names the app's content the variant renders. */
+  set(key: string, prefix: string, variant: ShellVariant): void
+  /** Forgets every variant filed under `prefix`. */
+  dropPrefix(prefix: string): void
+}
+
+/**
+ * Bytes charged per variant besides its tail: the head is shared by all
+ * variants of an app and not counted, so this stands for the cache key, the
+ * tag, the variant object and the cache's own bookkeeping.
+ */
+const VARIANT_OVERHEAD_BYTES = 256
+
+interface Entry {
+  readonly variant: ShellVariant
+  readonly prefix: string
+}
+
+export function createVariantCache(limits: { maxEntries: number; maxBytes: number }): VariantCache {
+  const keysByPrefix = new Map<string, Set<string>>()
+  const cache = new LRUCache<string, Entry>({
+    max: limits.maxEntries,
+    maxSize: limits.maxBytes,
+    sizeCalculation: (entry) => entry.variant.tail.length + VARIANT_OVERHEAD_BYTES,
+    // Evicted, replaced or deleted: the prefix's list follows.
+    dispose: (entry, key) => {
+      const keys = keysByPrefix.get(entry.prefix)
+      keys?.delete(key)
+      if (keys?.size === 0) keysByPrefix.delete(entry.prefix)
+    },
+  })
+  return {
+    get: (key) => cache.get(key)?.variant,
+    set(key, prefix, variant) {
+      cache.set(key, { variant, prefix })
+      const keys = keysByPrefix.get(prefix)
+      if (keys === undefined) keysByPrefix.set(prefix, new Set([key]))
+      else keys.add(key)
+    },
+    dropPrefix(prefix) {
+      for (const key of [...(keysByPrefix.get(prefix) ?? [])]) cache.delete(key)
+    },
+  }
+}
