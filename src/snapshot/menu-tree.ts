@@ -71,12 +71,13 @@ export function buildMenuTrees(
     const grants = grantsByItemId.get(row.id) ?? NO_GRANTS
     for (const role of grants) grantedRoles.add(role)
     const children = buildNodes(childRowsByParentId.get(row.id))
-    const openJson = renderItemOpenJson(row, row.label)
+    const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(row)
     const labels = labelsByItemId.get(row.id)
-    const localizedOpenJson =
+    // Sorted by tag, so that the order rows were read in never shows (in the version, say).
+    const localizedLabels =
       labels === undefined
         ? null
-        : new Map([...labels].map(([locale, label]) => [locale, renderItemOpenJson(row, label)]))
+        : Object.freeze([...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).flat())
     const fixedJson =
       grants.length === 0 && children.every((child) => child.fixedJson !== null)
         ? `${openJson}${children.map((child) => child.fixedJson).join(',')}]}`
@@ -87,8 +88,10 @@ export function buildMenuTrees(
       grants,
       children,
       openJson,
-      localizedOpenJson,
-      labelled: localizedOpenJson !== null || children.some((child) => child.labelled),
+      labelStart,
+      labelEnd,
+      localizedLabels,
+      labelled: localizedLabels !== null || children.some((child) => child.labelled),
       fixedJson,
     })
   }

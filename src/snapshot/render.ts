@@ -49,17 +49,31 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
   return Buffer.from(`{"app":${appJson},"branding":${brandingJson},"user":`)
 }
 
-/** An item's own fields with this label, keys in response order, up to the opening of its children. */
-export function renderItemOpenJson(row: MenuItemRow, label: string): string {
+/**
+ * An item's own fields, keys in response order, up to the opening of its
+ * children, and where its label's JSON stands in them. One JSON.stringify, so
+ * the text is one flat string: snapshots hold tens of thousands of these.
+ */
+export function renderItemOpenJson(row: MenuItemRow): {
+  json: string
+  labelStart: number
+  labelEnd: number
+} {
   const fields = JSON.stringify({
     id: row.itemKey,
     kind: row.kind,
-    label,
+    label: row.label,
     icon: row.icon,
     href: row.href,
     external: row.external,
+    children: [],
   })
-  return `${fields.slice(0, -1)},"children":[`
+  // The keys before the label serialize exactly as they do inside `fields`.
+  const labelStart =
+    `{"id":${JSON.stringify(row.itemKey)},"kind":${JSON.stringify(row.kind)},"label":`.length
+  const labelEnd = labelStart + JSON.stringify(row.label).length
+  // `…"children":[]}` less its last two characters: a slice of one string, not a rope.
+  return { json: fields.slice(0, -2), labelStart, labelEnd }
 }
 
 /** The language a variant is rendered in. */
@@ -103,10 +117,14 @@ function renderVisibleNodes(
 
 /** The item's fields with its label in the first of the forms it has one in, else the default. */
 function openJsonIn(node: MenuNode, labelForms: readonly string[]): string {
-  if (node.localizedOpenJson !== null) {
+  const labels = node.localizedLabels
+  if (labels !== null) {
     for (const form of labelForms) {
-      const localized = node.localizedOpenJson.get(form)
-      if (localized !== undefined) return localized
+      for (let index = 0; index < labels.length; index += 2) {
+        if (labels[index] !== form) continue
+        const { openJson, labelStart, labelEnd } = node
+        return `${openJson.slice(0, labelStart)}${JSON.stringify(labels[index + 1])}${openJson.slice(labelEnd)}`
+      }
     }
   }
   return node.openJson

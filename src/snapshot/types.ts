@@ -51,8 +51,15 @@ export interface MenuNode {
   readonly children: readonly MenuNode[]
   /** `{"id":…,"external":…,"children":[`: everything of the item but its children, in the default locale. */
   readonly openJson: string
-  /** The same in each other locale the item has a label in, by lowercased tag; null when none. */
-  readonly localizedOpenJson: ReadonlyMap<string, string> | null
+  /** Where the label's JSON stands in `openJson`: another locale's label replaces that span. */
+  readonly labelStart: number
+  readonly labelEnd: number
+  /**
+   * The item's labels in other locales, flat: lowercased tag, label, tag,
+   * label, …; null when none. Kept as text, not as rendered JSON: an item's
+   * fields are spliced around another label only when a variant is rendered.
+   */
+  readonly localizedLabels: readonly string[] | null
   /** True when the item or an item below it has a label in another locale. */
   readonly labelled: boolean
   /**

@@ -1,7 +1,7 @@
 import { contentTag } from '../content-tag.js'
 import { ZONES } from '../vocabulary.js'
 import type { MenuTrees, UnreachableItem } from './menu-tree.js'
-import type { AppRow, BrandingRow, MenuNode } from './types.js'
+import type { AppRow, BrandingRow, ItemLabels, MenuNode } from './types.js'
 
 /** What one app contributes to the snapshot version. */
 export interface VersionedApp {
@@ -64,19 +64,13 @@ function describeNodes(nodes: readonly MenuNode[]): string {
   return nodes.map(describeNode).join(',')
 }
 
-function describeNode({
-  position,
-  grants,
-  openJson,
-  localizedOpenJson,
-  children,
-}: MenuNode): string {
-  const localized = JSON.stringify(describeLabels(localizedOpenJson))
+function describeNode({ position, grants, openJson, localizedLabels, children }: MenuNode): string {
+  const localized = JSON.stringify(localizedLabels ?? [])
   return `[${JSON.stringify(position)},${JSON.stringify(grants)},${localized},${openJson}${describeNodes(children)}]}]`
 }
 
 /** Entries sorted by tag, so that the order rows were read in never counts. */
-function describeLabels(labels: ReadonlyMap<string, string> | null | undefined): string[][] {
+function describeLabels(labels: ItemLabels | undefined): string[][] {
   return [...(labels ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
