@@ -50,7 +50,11 @@ export const memory: Scenario = {
           `service RSS, ${env.warmTokens.length} callers × ${env.hotApp} × en/de/fr`,
           oneApp.rssMb,
         ),
-        row(`  then ${ROLE_SETS} role sets × ${apps} apps × en/de/fr`, everyApp.rssMb),
+        // Shown, not held to the bound: this is the variant cache filled to its own limit.
+        {
+          scenario: `  then ${ROLE_SETS} role sets × ${apps} apps × en/de/fr (variant cache full)`,
+          value: `${everyApp.rssMb.toFixed(0)} MB`,
+        },
       ],
       notes: [
         `V8 heap used ${oneApp.heapMb.toFixed(0)} MB, then ${everyApp.heapMb.toFixed(0)} MB (garbage included until V8 collects it); Buffers outside the heap (the bodies) ${oneApp.externalMb.toFixed(0)} MB, then ${everyApp.externalMb.toFixed(0)} MB; the service on the seed app alone: RSS ${(sample(small, 'process_resident_memory_bytes') / MB).toFixed(0)} MB`,
