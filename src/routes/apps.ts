@@ -1,6 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import type { TokenVerifier } from '../auth/verify-token.js'
-import type { Metrics } from '../metrics.js'
 import { authenticateThen } from './authenticate.js'
 import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
 import {
@@ -13,19 +11,16 @@ import {
   RETRY_AFTER_HEADERS,
 } from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
-import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady, sendTagged, VARY_BY_CALLER, varyWithOrigin } from './tagged-response.js'
+import {
+  sendNotReady,
+  sendTagged,
+  type TaggedRouteDeps,
+  VARY_BY_CALLER,
+  varyWithOrigin,
+} from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
-export function registerAppsRoutes(
-  app: FastifyInstance,
-  deps: {
-    verifier: TokenVerifier
-    snapshots: SnapshotSource
-    metrics: Metrics
-    varyByOrigin: boolean
-  },
-): void {
+export function registerAppsRoutes(app: FastifyInstance, deps: TaggedRouteDeps): void {
   const { verifier, snapshots, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
   app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>

@@ -1,7 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { TokenVerifier } from '../auth/verify-token.js'
 import { sendProblem } from '../http/problem.js'
-import type { Metrics } from '../metrics.js'
 import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
 import {
@@ -21,10 +19,10 @@ import {
 } from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
-import type { SnapshotSource } from './snapshot-source.js'
 import {
   sendNotReady,
   sendTagged,
+  type TaggedRouteDeps,
   VARY_BY_CALLER_AND_LANGUAGE,
   varyWithOrigin,
 } from './tagged-response.js'
@@ -37,15 +35,7 @@ const APP_KEY = new RegExp(APP_KEY_PATTERN)
  * caller's last shell (else a role-set key and a memoized variant), and the
  * variant's precomputed head and tail written around the caller's user block.
  */
-export function registerShellRoutes(
-  app: FastifyInstance,
-  deps: {
-    verifier: TokenVerifier
-    snapshots: SnapshotSource
-    metrics: Metrics
-    varyByOrigin: boolean
-  },
-): void {
+export function registerShellRoutes(app: FastifyInstance, deps: TaggedRouteDeps): void {
   const { verifier, snapshots, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   const lastShellOf = createLastShellMemo()

@@ -1,11 +1,14 @@
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { TokenVerifier } from '../auth/verify-token.js'
 import { matchesIfNoneMatch } from '../http/preconditions.js'
 import { sendProblem } from '../http/problem.js'
+import type { Metrics } from '../metrics.js'
 import {
   type RequestDurationHistogram,
   secondsSinceReceived,
 } from '../request-duration-histogram.js'
+import type { SnapshotSource } from './snapshot-source.js'
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
 export const CACHE_CONTROL = 'private, no-cache'
@@ -16,6 +19,15 @@ const NOT_READY_RETRY_AFTER_S = '2'
 /** What a response varies with: the inventory with the caller, the shell with the caller's language too. */
 export const VARY_BY_CALLER = 'Authorization'
 export const VARY_BY_CALLER_AND_LANGUAGE = 'Authorization, Accept-Language'
+
+/** What a route that answers with precomputed, tagged bytes needs. */
+export interface TaggedRouteDeps {
+  readonly verifier: TokenVerifier
+  readonly snapshots: SnapshotSource
+  readonly metrics: Metrics
+  /** CORS is on: responses vary with Origin too. */
+  readonly varyByOrigin: boolean
+}
 
 /** A precomputed response: its tag, what it varies with, and its body in pieces. */
 export interface TaggedResponse {

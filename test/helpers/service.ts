@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { pino } from 'pino'
 import { loadConfig } from '../../src/config.js'
 import type { Sql } from '../../src/db/connect.js'
+import { findFreePort } from '../../src/db/embedded.js'
 import { importDefinitions, SEEDS_DIR } from '../../src/db/import-definitions.js'
 import { readDefinitionFiles } from '../../src/definitions/read-definition-files.js'
 import { createMetrics } from '../../src/metrics.js'
@@ -91,6 +92,25 @@ export function signCaller(jwks: JwksServer, caller: Caller = {}): Promise<strin
     ...(caller.name === undefined ? {} : { name: caller.name }),
     ...(caller.email === undefined ? {} : { email: caller.email }),
     realm_access: { roles: [...(caller.roles ?? [])] },
+  })
+}
+
+/**
+ * A service whose database never answers (nothing listens on its port), so no
+ * snapshot ever loads: for the answers before the first one.
+ */
+export async function startServiceWithoutDatabase(
+  t: Teardown,
+  options: Omit<TestServiceOptions, 'env' | 'waitForSnapshot'>,
+): Promise<TestService> {
+  const closedPort = await findFreePort()
+  return startTestService(t, {
+    ...options,
+    env: {
+      DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${closedPort}/nothing`,
+      MIGRATE: 'off',
+    },
+    waitForSnapshot: false,
   })
 }
 

@@ -1,9 +1,12 @@
 import t, { type Test } from 'tap'
-import { findFreePort } from '../../src/db/embedded.js'
 import { bearer, type HttpResponse, httpRequest, rawRequest } from '../helpers/http-client.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import { expectProblem } from '../helpers/problem.js'
-import { createLogCapture, startTestService } from '../helpers/service.js'
+import {
+  createLogCapture,
+  startServiceWithoutDatabase,
+  startTestService,
+} from '../helpers/service.js'
 import { waitUntil } from '../helpers/wait.js'
 
 /** 401, 404, 405 and 503 through real HTTP: statuses, headers, problem bodies. */
@@ -183,18 +186,7 @@ t.test('keys unavailable: 503 with Retry-After, ready all along, recovers', asyn
 })
 
 t.test('no snapshot loaded yet: 503 with Retry-After on every API endpoint', async (t) => {
-  // Nothing listens on this port: the database cannot be reached, so no snapshot loads.
-  const closedPort = await findFreePort()
-  const notLoaded = await startTestService(t, {
-    logs,
-    jwks,
-    db,
-    env: {
-      DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${closedPort}/nothing`,
-      MIGRATE: 'off',
-    },
-    waitForSnapshot: false,
-  })
+  const notLoaded = await startServiceWithoutDatabase(t, { logs, jwks, db })
   const valid = await token({ roles: ['crm-sales'] })
   for (const path of ['/api/v1/shell/crm', '/api/v1/shell/crm/events', '/api/v1/apps']) {
     const response = await httpRequest(notLoaded.url, path, bearer(valid))

@@ -1,6 +1,5 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import t from 'tap'
-import { findFreePort } from '../../src/db/embedded.js'
 import { openEventStream } from '../helpers/event-stream-client.js'
 import { bearer, type HttpResponse, httpRequest } from '../helpers/http-client.js'
 import {
@@ -8,7 +7,11 @@ import {
   type ObservedResponse,
   type OpenApiDocument,
 } from '../helpers/openapi-document.js'
-import { createLogCapture, startTestService } from '../helpers/service.js'
+import {
+  createLogCapture,
+  startServiceWithoutDatabase,
+  startTestService,
+} from '../helpers/service.js'
 
 /**
  * GET /openapi.json: the document @fastify/swagger generates from the route
@@ -228,18 +231,7 @@ t.test('real responses of the probes, the metrics and the document validate', as
 })
 
 t.test('503 before the first snapshot validates on every route that has one', async (t) => {
-  // Nothing listens on this port: no snapshot loads.
-  const closedPort = await findFreePort()
-  const notLoaded = await startTestService(t, {
-    logs,
-    jwks,
-    db,
-    env: {
-      DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${closedPort}/nothing`,
-      MIGRATE: 'off',
-    },
-    waitForSnapshot: false,
-  })
+  const notLoaded = await startServiceWithoutDatabase(t, { logs, jwks, db })
   const caller = await token({ roles: ['crm-sales'] })
   for (const [path, concrete] of [
     [SHELL, '/api/v1/shell/crm'],
