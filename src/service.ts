@@ -18,6 +18,7 @@ import {
   splitClaimPath,
 } from './config.js'
 import { connectDatabase } from './db/connect.js'
+import { databaseErrorFields } from './db/database-error-fields.js'
 import { findFreePort } from './db/embedded.js'
 import { seedEmptyDatabase } from './db/import-definitions.js'
 import { MigrationError, migrateDatabase } from './db/migrate.js'
@@ -166,7 +167,10 @@ async function prepareDatabaseThenFeed(context: {
       if (error instanceof MigrationError) throw error
       if (signal.aborted) return
       const retryInMs = computeBackoffMs(attempt)
-      logger.warn({ err: error, attempt, retryInMs }, 'database not ready for migrations; retrying')
+      logger.warn(
+        { ...databaseErrorFields(error), attempt, retryInMs },
+        'database not ready for migrations; retrying',
+      )
       await sleep(retryInMs, undefined, { signal }).catch(() => {})
     }
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
+import { databaseErrorFields } from '../db/database-error-fields.js'
 import postgres from '../db/postgres-driver.js'
 import type { Metrics } from '../metrics.js'
 import { computeBackoffMs } from './backoff.js'
@@ -117,7 +118,7 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       setListening(false)
       options.onListenError(error)
       logger.warn(
-        { err: error, attempt: listenFailures, retryInMs },
+        { ...databaseErrorFields(error), attempt: listenFailures, retryInMs },
         'cannot listen for changes; retrying',
       )
       listener = undefined

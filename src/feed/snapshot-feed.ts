@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
+import { databaseErrorFields } from '../db/database-error-fields.js'
 import { readAppRevisions, revisionsMoved } from '../db/read-app-revisions.js'
 import { type AppRevisions, readSnapshotRows } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
@@ -183,7 +184,12 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       lastError = describeDatabaseError(error)
       const retryInMs = computeBackoffMs(reloadFailures)
       logger.warn(
-        { err: error, attempt: reloadFailures, retryInMs, keptVersion: snapshot?.version ?? null },
+        {
+          ...databaseErrorFields(error),
+          attempt: reloadFailures,
+          retryInMs,
+          keptVersion: snapshot?.version ?? null,
+        },
         'snapshot reload failed; keeping the previous snapshot',
       )
       reloading = false

@@ -304,7 +304,7 @@ async function startFeedWithProxiedPool(t: Test) {
   // One connection: nothing to route around the fault with.
   const pool = connectDatabase(proxy.route(db.url), { max: 1 })
   t.teardown(() => pool.end({ timeout: 1 }))
-  const lines: { level: number; msg: string; err?: { code?: string } }[] = []
+  const lines: { level: number; msg: string; error?: { code?: string } }[] = []
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) })
   const started = startFeed(t, pool, db.url, {
     logger,
@@ -326,7 +326,7 @@ t.test(
     // A change: its reload waits on the silent connection until the deadline.
     await db.sql`update shell.apps set name = 'Two'`
     const timedOut = () =>
-      lines.filter((line) => line.err?.code === 'RELOAD_TIMEOUT' && line.level === 40).length
+      lines.filter((line) => line.error?.code === 'RELOAD_TIMEOUT' && line.level === 40).length
     t.ok(await waitUntil(() => timedOut() >= 1, 5_000), 'the reload gave up at its deadline')
     const errors = (await metrics.snapshotReloads.get()).values.find(
       (value) => value.labels.result === 'error',

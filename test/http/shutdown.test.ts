@@ -127,6 +127,11 @@ t.test('closing before the database was ever reached ends the retries', async (t
     () => logs.lines.some((line) => line.includes('database not ready for migrations')),
     'a failed attempt',
   )
+  const attempt = JSON.parse(
+    logs.lines.find((line) => line.includes('database not ready for migrations')) ?? '{}',
+  )
+  t.equal(attempt.error?.code, 'ECONNREFUSED', 'the line says what failed')
+  t.notOk(attempt.err, 'and no stack, which every retry would repeat')
   await service.close()
   const outcome = await Promise.race([
     service.started.then(
