@@ -165,7 +165,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const varyByOrigin = cors !== undefined
   registerDocumentedRoutes(app, (routes) => {
     registerShellRoutes(routes, { ...deps, varyByOrigin })
-    registerEventRoutes(routes, { ...deps, streams })
+    registerEventRoutes(routes, { ...deps, streams, varyByOrigin })
     registerAppsRoutes(routes, { ...deps, varyByOrigin })
     registerProbeRoutes(routes, deps)
     registerMetricsRoutes(routes, deps)

@@ -76,6 +76,11 @@ export const EVENT_STREAM_HEADERS: Headers = {
     enum: ['no-cache'],
     description: 'Events are not to be stored.',
   },
+  Vary: {
+    type: 'string',
+    pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
+    description: 'The events depend on the token and on Accept-Language.',
+  },
   ...contentLanguage,
 }
 

@@ -21,7 +21,7 @@ import {
   textResponse,
 } from './documented-responses.js'
 import type { SnapshotSource } from './snapshot-source.js'
-import { sendNotReady } from './tagged-response.js'
+import { sendNotReady, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
@@ -37,9 +37,12 @@ export function registerEventRoutes(
     snapshots: SnapshotSource
     streams: EventStreams
     metrics: Metrics
+    /** CORS is on: the stream varies with Origin too. */
+    varyByOrigin: boolean
   },
 ): void {
   const { verifier, snapshots, streams, metrics } = deps
+  const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     {
@@ -73,6 +76,7 @@ export function registerEventRoutes(
           )
         }
         // HEAD learns what a GET would start, without a stream to hold open.
+        reply.header('vary', vary)
         if (request.method === 'HEAD') return reply.header('content-type', EVENT_STREAM).send()
         // From here the raw response is the stream's: fastify must not send anything on it.
         reply.hijack()

@@ -111,7 +111,7 @@ t.test('every status the contract names, with the headers it pins', async (t) =>
   t.same(headers(SHELL, '200'), ['ETag', 'Cache-Control', 'Vary', 'Content-Language'])
   t.same(headers(SHELL, '304'), ['ETag', 'Cache-Control', 'Vary', 'Content-Language'])
   t.same(headers(APPS, '200'), ['ETag', 'Cache-Control', 'Vary'])
-  t.same(headers(EVENTS, '200'), ['Cache-Control', 'Content-Language'])
+  t.same(headers(EVENTS, '200'), ['Cache-Control', 'Vary', 'Content-Language'])
   for (const path of API_PATHS) {
     t.same(headers(path, '401'), ['WWW-Authenticate'], `${path} 401`)
     t.same(headers(path, '503'), ['Retry-After'], `${path} 503`)
