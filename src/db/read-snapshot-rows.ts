@@ -49,21 +49,26 @@ async function readEverything(sql: Sql): Promise<SnapshotRead> {
       from shell.apps a left join shell.app_revisions r using (app_key)`
     const [branding, menuItems, grants, labels] = await readAllAppRows(tx)
     return {
-      ...sortByRevision(appRows),
       rows: { apps: appRows.map(withoutRevision), branding, menuItems, grants, labels },
+      revisions: revisionsOf(appRows),
+      unchangedApps: new Set<string>(),
     }
   })
 }
 
 /**
- * Every app row with its revision, and the other rows of the apps whose
- * revision is not the one known, as JSON arrays from one statement: a single
- * statement sees one snapshot of the database, so no transaction is needed.
+ * The apps whose revision is not the one known (added, removed, changed, or
+ * without a revision), and the rows of those still there, as JSON arrays from
+ * one statement: a single statement sees one snapshot of the database, so no
+ * transaction is needed. Only the differences come back, not every app's
+ * revision: the database does the comparison, and a reload under load pays
+ * for a few rows rather than a thousand.
  */
 async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotRead> {
   const [result] = await sql<
     {
-      revisions: Record<string, string | null>
+      /** [app key, its revision now (null: none, or removed), removed] */
+      changes: [string, string | null, boolean][]
       apps: AppRow[]
       branding: BrandingRow[]
       menuItems: MenuItemRow[]
@@ -77,17 +82,20 @@ async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotR
     ), current_revisions as (
       select a.app_key, r.revision::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)
+    ), changes as (
+      select app_key, c.revision, c.app_key is null as removed
+      from current_revisions c full join known k using (app_key)
+      where c.app_key is null or c.revision is null or k.revision::text is distinct from c.revision
     ), changed as (
       -- Used as = any(array(…)): a small array computed first, then index look-ups (by
       -- app_key, by item id), rather than joins the planner would make scan whole tables.
-      select c.app_key from current_revisions c left join known k using (app_key)
-      where c.revision is null or k.revision::text is distinct from c.revision
+      select app_key from changes where not removed
     ), changed_items as (
       select id from shell.menu_items where app_key = any(array(select app_key from changed))
     )
     select
-      (select coalesce(json_object_agg(app_key, revision), '{}') from current_revisions)
-        as revisions,
+      (select coalesce(json_agg(json_build_array(app_key, revision, removed)), '[]') from changes)
+        as changes,
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, APP_COLUMNS, 'a')} from shell.apps a
         where a.app_key = any(array(select app_key from changed))) t) as apps,
@@ -107,27 +115,24 @@ async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotR
         where l.menu_item_id = any(array(select id from changed_items))) t) as labels`
   if (result === undefined) throw new Error('the reload statement returned no row')
   const { apps, branding, menuItems, grants, labels } = result
-  const { revisions, unchangedApps } = sortByRevision(
-    Object.entries(result.revisions).map(([appKey, revision]) => ({ appKey, revision })),
-    known,
-  )
+  const revisions = new Map(known)
+  const changedApps = new Set<string>()
+  for (const [appKey, revision, removed] of result.changes) {
+    changedApps.add(appKey)
+    // Removed, or written around the triggers (no revision: always read whole).
+    if (removed || revision === null) revisions.delete(appKey)
+    else revisions.set(appKey, revision)
+  }
+  const unchangedApps = new Set<string>()
+  for (const appKey of known.keys()) if (!changedApps.has(appKey)) unchangedApps.add(appKey)
   return { rows: { apps, branding, menuItems, grants, labels }, revisions, unchangedApps }
 }
 
-/** Each app's revision, and which apps kept the one known (none without `known`). */
-function sortByRevision(
-  apps: readonly { appKey: string; revision: string | null }[],
-  known?: AppRevisions,
-): { revisions: Map<string, string>; unchangedApps: Set<string> } {
+/** Each app's revision; an app without one (written around the triggers) is always read whole. */
+function revisionsOf(apps: readonly AppRowWithRevision[]): Map<string, string> {
   const revisions = new Map<string, string>()
-  const unchangedApps = new Set<string>()
-  for (const { appKey, revision } of apps) {
-    // No revision row (written around the triggers): always read whole.
-    if (revision === null) continue
-    revisions.set(appKey, revision)
-    if (known?.get(appKey) === revision) unchangedApps.add(appKey)
-  }
-  return { revisions, unchangedApps }
+  for (const { appKey, revision } of apps) if (revision !== null) revisions.set(appKey, revision)
+  return revisions
 }
 
 function withoutRevision({ revision: _revision, ...app }: AppRowWithRevision): AppRow {

@@ -94,6 +94,35 @@ t.test('a rolled-back change moves nothing', async (t) => {
   t.same(await revisions(), before)
 })
 
+t.test('a transaction writing many rows of an app moves its revision row once', async (t) => {
+  const before = await revisions()
+  const updates = await sql.begin(async (tx) => {
+    // The backend's counts not yet reported: they grow with this transaction's updates.
+    const counted = async () =>
+      (
+        await tx<{ updates: number }[]>`
+          select pg_stat_get_xact_tuples_updated('shell.app_revisions'::regclass)::int as updates`
+      )[0]?.updates ?? Number.NaN
+    const countedBefore = await counted()
+    await tx`update shell.apps set name = 'CRM 3' where app_key = 'crm'`
+    await tx`
+      insert into shell.menu_items (app_key, item_key, zone, label)
+      values ('crm', 'x1', 'footer', 'X1'), ('crm', 'x2', 'footer', 'X2'), ('crm', 'x3', 'footer', 'X3')`
+    await tx`insert into shell.menu_role_grants (menu_item_id, role) values (${crmItemId}, 'many')`
+    await tx`delete from shell.menu_items where app_key = 'crm' and item_key like 'x%'`
+    await tx`delete from shell.menu_role_grants where role = 'many'`
+    return (await counted()) - countedBefore
+  })
+  // One row version, not one per row written: an import of a large app left hundreds of dead
+  // versions behind, and every reload scans this table.
+  t.equal(updates, 1, 'nine rows written, one update of the revision row')
+  const after = await revisions()
+  t.not(after.get('crm'), before.get('crm'), 'crm moved')
+  t.equal(after.get('hr'), before.get('hr'), 'hr did not')
+  await sql`update shell.apps set name = 'CRM' where app_key = 'crm'`
+  t.not((await revisions()).get('crm'), after.get('crm'), 'the next transaction moves it again')
+})
+
 t.test(
   "an incremental read returns every app's revision but only the moved apps' rows",
   async (t) => {
@@ -155,6 +184,38 @@ t.test(
     t.ok(read.revisions.has('new'))
   },
 )
+
+t.test('an incremental read drops a removed app and reads an added one', async (t) => {
+  await sql`insert into shell.apps (app_key, name) values ('gone', 'Gone')`
+  const known = (await readSnapshotRows(sql)).revisions
+  await sql`delete from shell.apps where app_key = 'gone'`
+  await sql`insert into shell.apps (app_key, name) values ('added', 'Added')`
+  const read = await readSnapshotRows(sql, known)
+  const full = await readSnapshotRows(sql)
+  t.same(read.revisions, full.revisions, 'the revisions a full read gives')
+  t.notOk(read.revisions.has('gone'))
+  t.same(
+    read.rows.apps.map((app) => app.appKey),
+    ['added'],
+    'only the added app is read',
+  )
+  t.same([...read.unchangedApps].sort(), [...known.keys()].filter((key) => key !== 'gone').sort())
+})
+
+t.test('an app without a revision row is read whole every time, and never known', async (t) => {
+  await sql`delete from shell.app_revisions where app_key = 'crm'`
+  const first = await readSnapshotRows(sql)
+  t.notOk(first.revisions.has('crm'))
+  const again = await readSnapshotRows(sql, first.revisions)
+  t.same(
+    again.rows.apps.map((app) => app.appKey),
+    ['crm'],
+  )
+  t.notOk(again.unchangedApps.has('crm'))
+  t.notOk(again.revisions.has('crm'))
+  await sql`update shell.apps set name = 'CRM' where app_key = 'crm'`
+  t.ok((await readSnapshotRows(sql)).revisions.has('crm'), 'the next change gives it one again')
+})
 
 t.test('TRUNCATE moves every revision', async (t) => {
   const before = await revisions()
