@@ -317,8 +317,9 @@ function releaseRequestHeaders(request: IncomingMessage | undefined): void {
 /**
  * Node keeps the head it wrote for the whole life of a response (it tells it
  * whether headers were sent), as a string built by one concatenation per
- * header line: some thirty string pieces, about 0.9 KB per open stream. A flat
- * copy holds the same text in one string; Node reads it only for its truth.
+ * header line: some thirty string pieces. A flat copy holds the same text in
+ * one string (0.6 KB less heap per open stream); Node reads it only for its
+ * truth once the head is sent.
  */
 function keepHeadFlat(response: ServerResponse): void {
   const written = response as ServerResponse & { _header?: unknown }

@@ -75,8 +75,8 @@ export function registerEventRoutes(
             { 'retry-after': String(STREAMS_FULL_RETRY_AFTER_S) },
           )
         }
-        // HEAD learns what a GET would start, without a stream to hold open.
         reply.header('vary', vary)
+        // HEAD learns what a GET would start, without a stream to hold open.
         if (request.method === 'HEAD') return reply.header('content-type', EVENT_STREAM).send()
         // From here the raw response is the stream's: fastify must not send anything on it.
         reply.hijack()
