@@ -39,6 +39,13 @@ const privateNoCache: Headers = {
     description: 'Only the caller may keep the response, and must revalidate it before use.',
   },
 }
+const varyByCallerAndLanguage: Headers = {
+  Vary: {
+    type: 'string',
+    pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
+    description: 'What is sent depends on the token and on Accept-Language (and Origin with CORS).',
+  },
+}
 const contentLanguage: Headers = {
   'Content-Language': {
     type: 'string',
@@ -51,11 +58,7 @@ const contentLanguage: Headers = {
 export const SHELL_HEADERS: Headers = {
   ...etag,
   ...privateNoCache,
-  Vary: {
-    type: 'string',
-    pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
-    description: 'The body depends on the token and on Accept-Language.',
-  },
+  ...varyByCallerAndLanguage,
   ...contentLanguage,
 }
 
@@ -76,11 +79,7 @@ export const EVENT_STREAM_HEADERS: Headers = {
     enum: ['no-cache'],
     description: 'Events are not to be stored.',
   },
-  Vary: {
-    type: 'string',
-    pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
-    description: 'The events depend on the token and on Accept-Language.',
-  },
+  ...varyByCallerAndLanguage,
   ...contentLanguage,
 }
 
