@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
+import { EVENT_STREAM_CONTENT_TYPE } from '../events/stream-response.js'
 import { sendProblem } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { secondsSinceReceived } from '../request-duration-histogram.js'
@@ -77,7 +78,8 @@ export function registerEventRoutes(
         }
         reply.header('vary', vary)
         // HEAD learns what a GET would start, without a stream to hold open.
-        if (request.method === 'HEAD') return reply.header('content-type', EVENT_STREAM).send()
+        if (request.method === 'HEAD')
+          return reply.header('content-type', EVENT_STREAM_CONTENT_TYPE).send()
         // From here the raw response is the stream's: fastify must not send anything on it.
         reply.hijack()
         streams.open({
@@ -100,8 +102,6 @@ export function registerEventRoutes(
     },
   )
 }
-
-const EVENT_STREAM = 'text/event-stream; charset=utf-8'
 
 function firstValue(header: string | string[] | undefined): string | undefined {
   return Array.isArray(header) ? header[0] : header
