@@ -4,7 +4,8 @@
  * `node dist/main.js` (npm start builds first).
  */
 import pino from 'pino'
-import { ConfigError, loadConfig } from './config.js'
+import { loadConfig } from './config.js'
+import { ConfigError } from './config-variables.js'
 import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './db/embedded.js'
 import { assertDriverFixes, DriverError } from './db/postgres-driver.js'
 import { startService } from './service.js'

@@ -49,7 +49,7 @@ const PREFLIGHT_HEADERS = {
 
 /**
  * `origins` are exact and already serialized as browsers send them
- * (config.ts), so a request is matched by one Set look-up of its `Origin`
+ * (config-variables.ts), so a request is matched by one Set look-up of its `Origin`
  * header as is: `http://` for an `https://` origin, another port, a longer
  * host and `null` are simply other strings.
  */

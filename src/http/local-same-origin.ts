@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isLoopback } from '../config.js'
+import { isLoopback } from '../host-address.js'
 import { sendProblem } from './problem.js'
 
 /**

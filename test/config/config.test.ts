@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { CONFIG_VARIABLES, ConfigError, isLoopback, loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config.js'
+import { CONFIG_VARIABLES, ConfigError } from '../../src/config-variables.js'
+import { isLoopback } from '../../src/host-address.js'
 
 t.test('defaults give local mode on loopback with the embedded database', async (t) => {
   const config = loadConfig({})

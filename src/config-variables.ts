@@ -1,0 +1,177 @@
+/**
+ * The environment side of the configuration: the variables the service
+ * reads, and how one value is read and checked. A bad value is a ConfigError
+ * that names its variable; what the values mean together is config.ts's.
+ */
+
+/**
+ * Every environment variable the service reads: the one list that the README,
+ * the operator guide, the test harness (which scrubs them from a child's
+ * environment) and the benchmark derive from or are checked against. The
+ * readers below take only these names.
+ */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'FEED_DATABASE_URL',
+  'MIGRATE',
+  'OIDC_ISSUER',
+  'OIDC_AUDIENCE',
+  'OIDC_DISCOVERY_URL',
+  'OIDC_JWKS_URL',
+  'OIDC_ROLES_CLAIM',
+  'OIDC_CLOCK_TOLERANCE_S',
+  'OIDC_JWKS_COOLDOWN_S',
+  'OIDC_JWKS_MAX_AGE_S',
+  'AUTH_FAILURE_LOG',
+  'TOKEN_CACHE_MAX',
+  'LOG_LEVEL',
+  'LOG_REQUESTS',
+  'CORS_ORIGINS',
+  'EVENT_STREAMS_MAX',
+] as const
+export type ConfigVariable = (typeof CONFIG_VARIABLES)[number]
+
+export type Env = Readonly<Record<string, string | undefined>>
+
+/** A bad setting: stops the start with one line that names the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: ConfigVariable,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** Unset and empty are the same: a variable set to "" in a manifest means "use the default". */
+export function readString(env: Env, name: ConfigVariable): string | null {
+  const value = env[name]?.trim()
+  return value === undefined || value === '' ? null : value
+}
+
+export function readInt(
+  env: Env,
+  name: ConfigVariable,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const text = readString(env, name)
+  if (text === null) return fallback
+  if (!/^\d+$/.test(text)) {
+    throw new ConfigError(name, `"${text}" is not a whole number`)
+  }
+  const value = Number(text)
+  if (value < min || value > max) {
+    throw new ConfigError(name, `${value} is outside ${min}..${max}`)
+  }
+  return value
+}
+
+export function readBoolean(env: Env, name: ConfigVariable, fallback: boolean): boolean {
+  const text = readString(env, name)?.toLowerCase()
+  if (text === undefined) return fallback
+  if (['true', '1', 'yes', 'on'].includes(text)) return true
+  if (['false', '0', 'no', 'off'].includes(text)) return false
+  throw new ConfigError(name, `"${text}" is not true or false`)
+}
+
+export function readChoice<T extends string>(
+  env: Env,
+  name: ConfigVariable,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  const text = readString(env, name)
+  if (text === null) return fallback
+  const choice = choices.find((candidate) => candidate === text.toLowerCase())
+  if (choice === undefined) {
+    throw new ConfigError(name, `"${text}" is not one of ${choices.join(', ')}`)
+  }
+  return choice
+}
+
+export function readUrl(env: Env, name: ConfigVariable): string | null {
+  const text = readString(env, name)
+  if (text === null) return null
+  const { protocol } = parseUrl(name, text, `"${text}" is not a URL`)
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new ConfigError(name, `"${text}" is not an http(s) URL`)
+  }
+  return text
+}
+
+/** `scheme://host[:port]` and nothing more: no path, query, fragment, credentials or trailing slash. */
+const ORIGIN_SHAPE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\\\s]+$/i
+
+/** Comma-separated exact origins, e.g. `https://portal.example.com,http://localhost:5173`. */
+export function readOrigins(env: Env, name: ConfigVariable): readonly string[] {
+  const text = readString(env, name)
+  if (text === null) return Object.freeze([])
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+  if (entries.length === 0) throw new ConfigError(name, 'lists no origin')
+  return Object.freeze([...new Set(entries.map((entry) => readOrigin(name, entry)))])
+}
+
+/**
+ * One origin, serialized the way browsers send `Origin` (scheme and host
+ * lowercased, a default port dropped, an international name in punycode), so
+ * that `https://Portal.Example.com:443` in the configuration matches what a
+ * browser sends and the per-request check stays an exact string look-up.
+ */
+function readOrigin(name: ConfigVariable, entry: string): string {
+  // A browser never sends a wildcard; `https://*.example.com` would parse, and match nothing.
+  if (entry.includes('*')) {
+    throw new ConfigError(name, `"${entry}": wildcards are not allowed; list each exact origin`)
+  }
+  if (entry.toLowerCase() === 'null') {
+    throw new ConfigError(
+      name,
+      '"null" is not allowed: sandboxed frames and local files all send it, so it admits any of them',
+    )
+  }
+  const url = parseUrl(name, entry, `"${entry}" is not an origin like https://portal.example.com`)
+  // Not echoed: it may hold a password.
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError(name, 'an origin holds no user or password')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(name, `"${entry}" is not an http(s) origin`)
+  }
+  if (!ORIGIN_SHAPE.test(entry)) {
+    throw new ConfigError(
+      name,
+      `"${entry}" is not an origin: scheme://host[:port] with no path, query, fragment or trailing slash`,
+    )
+  }
+  return url.origin
+}
+
+/** Checks the shape only; never echoes the value, which may hold a password. */
+export function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
+  const text = readString(env, name)
+  if (text === null) return null
+  const { protocol } = parseUrl(
+    name,
+    text,
+    'is not a URL (expected postgres://user:password@host:port/database)',
+  )
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${protocol}//`)
+  }
+  return text
+}
+
+function parseUrl(name: ConfigVariable, text: string, whenNotUrl: string): URL {
+  try {
+    return new URL(text)
+  } catch {
+    throw new ConfigError(name, whenNotUrl)
+  }
+}
