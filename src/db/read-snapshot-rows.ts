@@ -16,6 +16,7 @@ import {
 import type { Sql } from './connect.js'
 import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
+import { textLiteral } from './text-literal.js'
 
 /** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */
 export type AppRevisions = ReadonlyMap<string, string>
@@ -62,7 +63,10 @@ async function readEverything(sql: Sql): Promise<SnapshotRead> {
  * one statement: a single statement sees one snapshot of the database, so no
  * transaction is needed. Only the differences come back, not every app's
  * revision: the database does the comparison, and a reload under load pays
- * for a few rows rather than a thousand.
+ * for a few rows rather than a thousand. The known revisions are written
+ * into the statement (textLiteral), so that it has no parameters and goes
+ * out in one flight: a reload under load costs one turn of the event loop
+ * less.
  */
 async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotRead> {
   const [result] = await sql<
@@ -77,8 +81,8 @@ async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotR
     }[]
   >`
     with known as (
-      select * from unnest(${[...known.keys()]}::text[], ${[...known.values()]}::bigint[])
-        as k(app_key, revision)
+      select key as app_key, value::bigint as revision
+      from jsonb_each_text(${textLiteral(sql, JSON.stringify(Object.fromEntries(known)))}::jsonb)
     ), current_revisions as (
       select a.app_key, r.revision::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)

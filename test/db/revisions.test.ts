@@ -1,5 +1,5 @@
 import t from 'tap'
-import type postgres from '../../src/db/postgres-driver.js'
+import postgres from '../../src/db/postgres-driver.js'
 import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { createTestDatabase } from '../helpers/database.js'
 
@@ -222,4 +222,56 @@ t.test('TRUNCATE moves every revision', async (t) => {
   await sql`truncate shell.menu_role_grants`
   const after = await revisions()
   for (const [appKey, revision] of before) t.not(after.get(appKey), revision, appKey)
+})
+
+t.test('the incremental read is one statement without parameters: one flight', async (t) => {
+  const known = (await readSnapshotRows(sql)).revisions
+  await sql`update shell.apps set name = 'CRM flight' where app_key = 'crm'`
+  const statements: { text: string; parameters: number }[] = []
+  // The service's settings, plus postgres.js's debug hook, which sees every statement built.
+  const traced = postgres(db.url, {
+    max: 1,
+    prepare: false,
+    onnotice: () => {},
+    debug: (_connection, text, parameters) =>
+      statements.push({ text, parameters: parameters.length }),
+  })
+  t.teardown(() => traced.end())
+  const read = await readSnapshotRows(traced, known)
+  t.same(
+    read.rows.apps.map((app) => app.appKey),
+    ['crm'],
+  )
+  // The connection's own first statement (postgres.js looks up array types) is not the read's.
+  const reads = statements.filter((statement) => statement.text.includes('shell.app_revisions'))
+  t.equal(reads.length, 1, 'one statement')
+  // With parameters and prepare: false, postgres.js waits for the server to describe them.
+  t.equal(reads[0]?.parameters, 0, 'no parameters, so Parse to Sync go out together')
+})
+
+t.test('known app keys travel into the statement exactly, whatever they hold', async (t) => {
+  const known = new Map((await readSnapshotRows(sql)).revisions)
+  const hostile = [
+    "o'brien",
+    "x'); drop table shell.apps; --",
+    'back\\slash',
+    '$$dollar$$',
+    '"quoted"',
+    '{brace,comma}',
+    'Ünïcödé ✓',
+    '__proto__',
+  ]
+  for (const appKey of hostile) known.set(appKey, '1')
+  const read = await readSnapshotRows(sql, known)
+  for (const appKey of hostile) {
+    t.notOk(read.revisions.has(appKey), `${appKey}: seen as removed`)
+    t.notOk(read.unchangedApps.has(appKey), `${appKey}: not taken as unchanged`)
+  }
+  t.same(
+    [...read.unchangedApps].sort(),
+    [...known.keys()].filter((key) => !hostile.includes(key)).sort(),
+    'the real apps are unchanged',
+  )
+  const [count] = await sql<{ apps: number }[]>`select count(*)::int as apps from shell.apps`
+  t.ok((count?.apps ?? 0) > 0, 'shell.apps is still there')
 })
