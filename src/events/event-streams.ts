@@ -6,10 +6,12 @@ import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
 import { createExpiryQueue } from './expiry-queue.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
 import { type ReplyHeaders, writeStreamHead } from './stream-response.js'
+import { responseOutput, type StreamOutput, takeStreamSocket } from './stream-socket.js'
 
 /** A caller's open stream on one app. */
 interface EventStream {
-  readonly response: ServerResponse
+  /** The response until the socket is taken from the HTTP server, then the socket. */
+  output: StreamOutput
   readonly caller: VerifiedCaller
   /** Kept to choose the locale again when the app's languages change. */
   readonly acceptLanguage: string | undefined
@@ -125,14 +127,14 @@ export function createEventStreams(deps: {
 
   function write(stream: EventStream, text: string): void {
     if (stream.ended) return
-    stream.response.write(text)
-    if (stream.response.writableLength > MAX_UNSENT_BYTES) {
+    stream.output.write(text)
+    if (stream.output.writableLength > MAX_UNSENT_BYTES) {
       logger.warn(
-        { unsentBytes: stream.response.writableLength, app: stream.group.appKey },
+        { unsentBytes: stream.output.writableLength, app: stream.group.appKey },
         'event stream ended: the client does not read',
       )
       endStream(stream, 'overflow')
-      stream.response.destroy()
+      stream.output.destroy()
     }
   }
 
@@ -148,7 +150,7 @@ export function createEventStreams(deps: {
     openCount -= 1
     metrics.eventStreams.set(openCount)
     metrics.eventStreamsEnded.inc({ reason })
-    if (reason !== 'client' && reason !== 'overflow') stream.response.end()
+    if (reason !== 'client' && reason !== 'overflow') stream.output.end()
     if (openCount === 0) {
       clearInterval(keepAliveTimer)
       keepAliveTimer = undefined
@@ -238,6 +240,8 @@ export function createEventStreams(deps: {
       const view = snapshot?.app(appKey)
       // The route checked both a moment ago, in the same turn of the event loop.
       if (snapshot === undefined || view === undefined) throw new Error(`no app "${appKey}"`)
+      // Its client may have left while the token was being verified: nothing to hold open.
+      if (response.destroyed) return
       // Changes not yet sent to this app's streams go first, so the new stream joins them in step.
       const existing = apps.get(appKey)
       if (existing !== undefined) syncApp(appKey, existing, snapshot)
@@ -248,7 +252,7 @@ export function createEventStreams(deps: {
       const variant = view.variant(caller.roles, locale)
       const group = groupFor(entry, appKey, variant, locale, caller.roles)
       const stream: EventStream = {
-        response,
+        output: responseOutput(response),
         caller,
         acceptLanguage: request.acceptLanguage,
         group,
@@ -257,17 +261,18 @@ export function createEventStreams(deps: {
       group.streams.add(stream)
       openCount += 1
       metrics.eventStreams.set(openCount)
-
-      response.on('close', () => {
+      const onClose = () => {
         endStream(stream, 'client')
         leaveGroup(stream)
-      })
+      }
+      stream.output.onClose(onClose)
       writeStreamHead(response, request.headers, locale)
       // A reconnect that already holds the current tag gets no first event; the comment
       // flushes the headers so the client sees the stream open.
       if (request.lastEventId === `${variant.tag}.${caller.userTag}`)
         write(stream, KEEP_ALIVE_COMMENT)
       else sendShell(stream, variant.tag)
+      takeSocketSoon(stream, response, onClose)
       expiries.add(stream, caller.expiresAtMs)
       keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
     },
@@ -289,6 +294,23 @@ export function createEventStreams(deps: {
       for (const group of entry.groups.values())
         for (const stream of group.streams) write(stream, KEEP_ALIVE_COMMENT)
   }
+}
+
+/**
+ * The head is on the socket: once the parser is done with the request (a
+ * tick later), the stream needs the socket alone. Out here, not in `open`,
+ * so that no closure of `open` holds the response: V8 keeps one context for
+ * all closures of a call, and the stream's close listener would keep the
+ * response, its request and their parser state alive with it.
+ */
+function takeSocketSoon(stream: EventStream, response: ServerResponse, onClose: () => void): void {
+  process.nextTick(() => {
+    if (stream.ended) return
+    const socket = takeStreamSocket(response)
+    if (socket === undefined) return
+    stream.output = socket
+    socket.onClose(onClose)
+  })
 }
 
 function haveSameItems(a: readonly string[], b: readonly string[]): boolean {

@@ -1,5 +1,9 @@
-import type { ServerResponse } from 'node:http'
+import { once } from 'node:events'
+import { createServer, type ServerResponse } from 'node:http'
+import { type AddressInfo, connect } from 'node:net'
 import { Writable } from 'node:stream'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { pino } from 'pino'
 import t from 'tap'
 import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
@@ -90,5 +94,70 @@ t.test(
     nowMs = 2_000
     await new Promise((resolve) => setTimeout(resolve, 60))
     t.same(expired, ['e', 'a', 'b', 'c'], 'a done item is skipped')
+  },
+)
+
+t.test(
+  'once its socket is taken, an open stream holds neither its response nor its request',
+  async (t) => {
+    setFlagsFromString('--expose-gc')
+    const collect = runInNewContext('gc') as () => void
+    const snapshot = buildSnapshot(snapshotRows({ menuItems: [itemRow('1', 'home')] }))
+    const metrics = createMetrics({ defaultMetrics: false })
+    const streams = createEventStreams({
+      snapshots: { current: () => snapshot, onSwap: () => () => undefined },
+      metrics,
+      logger: pino({ level: 'silent' }),
+      max: 100,
+    })
+    const caller = buildVerifiedCaller({ sub: 'u', exp: Math.floor(Date.now() / 1000) + 300 }, [
+      ['realm_access', 'roles'],
+    ])
+    const collected = { request: 0, response: 0 }
+    const registry = new FinalizationRegistry<keyof typeof collected>((kind) => {
+      collected[kind] += 1
+    })
+    const server = createServer((request, response) => {
+      registry.register(request, 'request')
+      registry.register(response, 'response')
+      streams.open({
+        response,
+        headers: {},
+        appKey: 'crm',
+        caller,
+        acceptLanguage: undefined,
+        lastEventId: undefined,
+      })
+    })
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = server.address() as AddressInfo
+    const count = 20
+    const received: string[] = Array.from({ length: count }, () => '')
+    const clients = received.map((_, index) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.write('GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n')
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        received[index] += chunk
+      })
+      return socket
+    })
+    t.teardown(() => {
+      for (const socket of clients) socket.destroy()
+      streams.close()
+      server.close()
+    })
+    const deadline = Date.now() + 5_000
+    while (!received.every((text) => text.includes('event: shell'))) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the first events')
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    for (let round = 0; round < 10 && collected.response < count; round += 1) {
+      collect()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.equal((await metrics.eventStreams.get()).values[0]?.value, count, 'every stream still open')
+    t.equal(collected.response, count, 'every response collected')
+    t.equal(collected.request, count, 'every request collected')
   },
 )
