@@ -33,8 +33,15 @@ const COMMITS = 20
 /** The service folds changes closer than 250 ms into one event; this keeps commits apart. */
 const COMMIT_SPACING_MS = 1_000
 const GIVE_UP_MS = 10_000
-/** Time for the allocations of a burst of work to be done before memory is read. */
+/** Time for the allocations of a burst of work to be done before memory is first read. */
 const SETTLE_MS = 5_000
+/**
+ * When memory is read again, the reading that counts: V8's memory reducer
+ * runs a full collection once allocation has stopped for a while (20 to 30 s
+ * after opening 10,000 streams, here) and gives freed pages back; both
+ * readings wait the same time, so neither counts the other's garbage.
+ */
+const SETTLED_MS = 60_000
 const KB = 1024
 const MB = 1024 * 1024
 
@@ -75,6 +82,11 @@ export const streams: Scenario = {
         await warmCallers(service.url, `/api/v1/shell/${appKey}`, english)
         await warmCallers(service.url, `/api/v1/shell/${appKey}`, german, GERMAN)
       }
+      // Once open and closed before the reading without them, so that both readings follow the
+      // same work (a full collection of V8's, Node's pools of parsers and the like at their size).
+      const rehearsal = await openEventStreams(service.url, specs)
+      rehearsal.close()
+      await untilStreamsClosed(service)
       const without = await readSettledMemory(service)
       const openedAt = performance.now()
       const clients = await openEventStreams(service.url, specs)
@@ -107,6 +119,8 @@ export const streams: Scenario = {
         MIN_RATIO,
       )
       const bytesPerStream = (withStreams.rssBytes - without.rssBytes) / clients.count
+      const perStream = (before: number, after: number) =>
+        `${((after - before) / clients.count / KB).toFixed(2)} KB`
       const serviceLimit = await readFileLimit(service.pid)
       return {
         rows: [
@@ -129,7 +143,8 @@ export const streams: Scenario = {
         notes: [
           `open files allowed (soft/hard): benchmark ${limit.soft}/${limit.hard}, service ${serviceLimit.soft}/${serviceLimit.hard}`,
           `${clients.count} streams over ${STREAM_APPS} apps (${appKeys.join(', ')}), two per caller and app, ${env.warmTokens.length} callers, half with Accept-Language: ${BROWSER_HEADER} (de), half without (en); opened in ${openS.toFixed(1)} s`,
-          `service RSS ${(without.rssBytes / MB).toFixed(0)} MB before the streams (their callers' variants rendered), ${(withStreams.rssBytes / MB).toFixed(0)} MB with them, each read ${SETTLE_MS / 1000} s after the work, garbage not yet collected included; of the difference, V8's heap: ${((withStreams.heapBytes - without.heapBytes) / clients.count / KB).toFixed(2)} KB per stream`,
+          `service RSS ${(without.rssBytes / MB).toFixed(0)} MB without the streams (their callers' variants rendered, the streams opened once and closed), ${(withStreams.rssBytes / MB).toFixed(0)} MB with them, each read ${SETTLED_MS / 1000} s after the work (V8's full collections in between: ${without.fullCollections} and ${withStreams.fullCollections}); of the difference, V8's heap: ${perStream(without.heapBytes, withStreams.heapBytes)} per stream`,
+          `${SETTLE_MS / 1000} s after opening, before V8 collected the garbage of the requests that opened them: RSS ${perStream(without.rssBytes, withStreams.early.rssBytes)} per stream, V8's heap ${perStream(without.heapBytes, withStreams.early.heapBytes)} (against the same reading without)`,
           `each commit relabels ${ALWAYS_VISIBLE_ITEM} (no grant) of the ${STREAM_APPS} apps in en and de in one transaction: every stream gets an event; timed from COMMIT returning to the last socket's event, read by the benchmark; ${COMMITS} commits ${COMMIT_SPACING_MS / 1000} s apart, ${latency.lost} not seen within ${GIVE_UP_MS / 1000} s; the nearest-rank p99 of ${COMMITS} is the slowest; to the first stream's event: p50 ${latency.firstP50Ms.toFixed(0)} ms; ${reloads}; CPU per commit, to the last event: service ${latency.cpuMs.service.toFixed(0)} ms, benchmark ${latency.cpuMs.bench.toFixed(0)} ms (means)`,
           `shell events per stream: ${events.min} to ${events.max} (1 at open + 1 per commit = ${1 + COMMITS}); ${clients.failures()} socket errors or refusals`,
           `streams are opened before each A leg (not timed) and closed after it, so A and B alternate; wrk's load is on ${env.hotApp}, which has no streams. The commits also reload service-large, on the same database`,
@@ -212,17 +227,47 @@ async function measureCommitToLastStream(
   }
 }
 
+interface MemoryReading {
+  readonly rssBytes: number
+  readonly heapBytes: number
+}
+
+interface SettledMemory extends MemoryReading {
+  /** Read SETTLE_MS after the work, its garbage not yet collected included. */
+  readonly early: MemoryReading
+  /** V8's full collections between the two readings. */
+  readonly fullCollections: number
+}
+
 /**
- * RSS and V8's heap in use, a few seconds after the last work. The service
- * cannot be told to collect garbage (that takes --expose-gc, another
- * process), so both include what V8 has not collected yet.
+ * RSS and V8's heap in use SETTLED_MS after the last work, and SETTLE_MS
+ * after it for comparison. The service cannot be told to collect garbage
+ * (that takes --expose-gc): read early, the garbage of the work (the
+ * requests that opened the streams, for one) counts as memory held.
  */
-async function readSettledMemory(service: NodeProcess) {
+async function readSettledMemory(service: NodeProcess): Promise<SettledMemory> {
+  const startedAt = performance.now()
   await sleep(SETTLE_MS)
+  const early = await readMemory(service)
+  await sleep(Math.max(0, SETTLED_MS - (performance.now() - startedAt)))
+  const settled = await readMemory(service)
+  return {
+    rssBytes: settled.rssBytes,
+    heapBytes: settled.heapBytes,
+    early,
+    fullCollections: settled.fullCollections - early.fullCollections,
+  }
+}
+
+async function readMemory(
+  service: NodeProcess,
+): Promise<MemoryReading & { fullCollections: number }> {
   const metrics = await readMetrics(service.url)
   return {
     rssBytes: await readRssBytes(service.pid),
     heapBytes: sample(metrics, 'nodejs_heap_size_used_bytes'),
+    // No sample yet: no full collection yet.
+    fullCollections: sample(metrics, 'nodejs_gc_duration_seconds_count', 'kind="major"') || 0,
   }
 }
 
