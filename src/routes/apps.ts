@@ -12,29 +12,31 @@ import {
 } from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
 import {
+  createTaggedSender,
   sendNotReady,
-  sendTagged,
   type TaggedRouteDeps,
   VARY_BY_CALLER,
   varyWithOrigin,
 } from './tagged-response.js'
 
+const APPS_ROUTE = '/api/v1/apps'
+
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
 export function registerAppsRoutes(app: FastifyInstance, deps: TaggedRouteDeps): void {
   const { verifier, snapshots, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
-  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>
+  const sendTagged = createTaggedSender({
+    route: APPS_ROUTE,
+    durations: metrics.httpRequestDuration,
+    hooksSetHeaders: deps.varyByOrigin,
+  })
+  app.get(APPS_ROUTE, { schema: appsSchema, config: appsConfig }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
       const inventory = snapshot.appsInventory
       const { etag, body } = inventory
-      return sendTagged(
-        request,
-        reply,
-        { etag, vary, body: () => [body] },
-        metrics.httpRequestDuration,
-      )
+      return sendTagged(request, reply, { etag, vary, body: () => [body] })
     }),
   )
 }

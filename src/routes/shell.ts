@@ -20,14 +20,15 @@ import {
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
 import {
+  createTaggedSender,
   sendNotReady,
-  sendTagged,
   type TaggedRouteDeps,
   VARY_BY_CALLER_AND_LANGUAGE,
   varyWithOrigin,
 } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
+const SHELL_ROUTE = '/api/v1/shell/:appKey'
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
@@ -39,8 +40,13 @@ export function registerShellRoutes(app: FastifyInstance, deps: TaggedRouteDeps)
   const { verifier, snapshots, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   const lastShellOf = createLastShellMemo()
+  const sendTagged = createTaggedSender({
+    route: SHELL_ROUTE,
+    durations: metrics.httpRequestDuration,
+    hooksSetHeaders: deps.varyByOrigin,
+  })
   app.get<{ Params: { appKey: string } }>(
-    '/api/v1/shell/:appKey',
+    SHELL_ROUTE,
     {
       schema: {
         operationId: 'getShell',
@@ -62,12 +68,7 @@ export function registerShellRoutes(app: FastifyInstance, deps: TaggedRouteDeps)
         const locale = view.localeFor(request.headers['accept-language'])
         const { variant, etag } = lastShellOf(snapshot, view, locale, caller, { remember: !fresh })
         const body = () => [variant.head, caller.userBlock, variant.tail]
-        return sendTagged(
-          request,
-          reply,
-          { etag, vary, contentLanguage: locale, body },
-          metrics.httpRequestDuration,
-        )
+        return sendTagged(request, reply, { etag, vary, contentLanguage: locale, body })
       })
     },
   )
