@@ -2,44 +2,12 @@ import type { ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import type { VerifiedCaller } from '../auth/verify-token.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
-import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
+import type { Snapshot } from '../snapshot/types.js'
 import { createExpiryQueue } from './expiry-queue.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
+import { createStreamGroups, type EventStream } from './stream-groups.js'
 import { type ReplyHeaders, writeStreamHead } from './stream-response.js'
-import { responseOutput, type StreamOutput, takeStreamSocket } from './stream-socket.js'
-
-/** A caller's open stream on one app. */
-interface EventStream {
-  /** The response until the socket is taken from the HTTP server, then the socket. */
-  output: StreamOutput
-  readonly caller: VerifiedCaller
-  /** Kept to choose the locale again when the app's languages change. */
-  readonly acceptLanguage: string | undefined
-  group: StreamGroup
-  ended: boolean
-}
-
-/**
- * Streams of one app whose callers see the same variant (same relevant
- * roles, same locale): one tag comparison serves them all. Any member's
- * roles stand for the group.
- */
-interface StreamGroup {
-  readonly appKey: string
-  /** The group's key among its app's groups. */
-  readonly variant: ShellVariant
-  readonly locale: string
-  readonly roles: readonly string[]
-  /** The variant tag of the group's last event (a stream's ETag is this + "." + its user tag). */
-  variantTag: string
-  readonly streams: Set<EventStream>
-}
-
-interface AppStreams {
-  /** The view the groups were formed under; changes are compared against it. */
-  view: AppView
-  groups: Map<ShellVariant, StreamGroup>
-}
+import { responseOutput, takeStreamSocket } from './stream-socket.js'
 
 export interface OpenStreamRequest {
   readonly response: ServerResponse
@@ -98,7 +66,15 @@ export function createEventStreams(deps: {
   readonly max: number
 }): EventStreams {
   const { snapshots, metrics, logger, max } = deps
-  const apps = new Map<string, AppStreams>()
+  const groups = createStreamGroups({
+    shell: sendShell,
+    gone(stream) {
+      if (stream.ended) return
+      write(stream, formatGoneEvent(stream.group.appKey))
+      metrics.eventsSent.inc({ event: 'gone' })
+      endStream(stream, 'gone')
+    },
+  })
   let openCount = 0
   let closing = false
   let keepAliveTimer: NodeJS.Timeout | undefined
@@ -111,7 +87,7 @@ export function createEventStreams(deps: {
   const unsubscribe = snapshots.onSwap(() => scheduleFlush())
 
   function scheduleFlush(): void {
-    if (closing || flushTimer !== undefined || apps.size === 0) return
+    if (closing || flushTimer !== undefined || groups.isEmpty) return
     // At once (after the reload that called us has finished), or when the interval allows.
     const waitMs = Math.max(0, lastFlushAtMs + MIN_FLUSH_INTERVAL_MS - Date.now())
     flushTimer = setTimeout(flush, waitMs)
@@ -121,8 +97,7 @@ export function createEventStreams(deps: {
     flushTimer = undefined
     lastFlushAtMs = Date.now()
     const snapshot = snapshots.current()
-    if (snapshot === undefined) return
-    for (const [appKey, entry] of apps) syncApp(appKey, entry, snapshot)
+    if (snapshot !== undefined) groups.sync(snapshot)
   }
 
   function write(stream: EventStream, text: string): void {
@@ -157,78 +132,6 @@ export function createEventStreams(deps: {
     }
   }
 
-  function leaveGroup(stream: EventStream): void {
-    const { group } = stream
-    group.streams.delete(stream)
-    if (group.streams.size > 0) return
-    const entry = apps.get(group.appKey)
-    // A regrouped app has new groups; this one is no longer in its map.
-    if (entry?.groups.get(group.variant) !== group) return
-    entry.groups.delete(group.variant)
-    if (entry.groups.size === 0) apps.delete(group.appKey)
-  }
-
-  function groupFor(
-    entry: AppStreams,
-    appKey: string,
-    variant: ShellVariant,
-    locale: string,
-    roles: readonly string[],
-  ): StreamGroup {
-    let group = entry.groups.get(variant)
-    if (group === undefined) {
-      group = { appKey, variant, locale, roles, variantTag: variant.tag, streams: new Set() }
-      entry.groups.set(variant, group)
-    }
-    return group
-  }
-
-  /** Brings one app's streams to its view in `snapshot`: events where tags moved, `gone` if deleted. */
-  function syncApp(appKey: string, entry: AppStreams, snapshot: Snapshot): void {
-    const view = snapshot.app(appKey)
-    if (view === entry.view) return
-    const previousGroups = [...entry.groups.values()]
-    if (view === undefined) {
-      apps.delete(appKey)
-      const gone = formatGoneEvent(appKey)
-      for (const group of previousGroups) {
-        for (const stream of group.streams) {
-          write(stream, gone)
-          metrics.eventsSent.inc({ event: 'gone' })
-          endStream(stream, 'gone')
-        }
-      }
-      return
-    }
-    const languagesChanged = !haveSameItems(entry.view.locales, view.locales)
-    const rolesChanged = !haveSameItems(
-      [...entry.view.grantedRoles].sort(),
-      [...view.grantedRoles].sort(),
-    )
-    entry.view = view
-    entry.groups = new Map()
-    for (const group of previousGroups) {
-      if (languagesChanged || rolesChanged) {
-        // Callers who shared a variant may not any more: each stream finds its group again.
-        for (const stream of group.streams) {
-          const locale = languagesChanged ? view.localeFor(stream.acceptLanguage) : group.locale
-          const variant = view.variant(stream.caller.roles, locale)
-          stream.group = groupFor(entry, appKey, variant, locale, stream.caller.roles)
-          stream.group.streams.add(stream)
-          if (variant.tag !== group.variantTag) sendShell(stream, variant.tag)
-        }
-        continue
-      }
-      const variant = view.variant(group.roles, group.locale)
-      const next = groupFor(entry, appKey, variant, group.locale, group.roles)
-      for (const stream of group.streams) {
-        if (variant.tag !== group.variantTag) sendShell(stream, variant.tag)
-        stream.group = next
-        next.streams.add(stream)
-      }
-    }
-  }
-
   return {
     refusal() {
       return closing ? 'closing' : openCount >= max ? 'full' : undefined
@@ -237,20 +140,12 @@ export function createEventStreams(deps: {
     open(request) {
       const { appKey, response, caller } = request
       const snapshot = snapshots.current()
-      const view = snapshot?.app(appKey)
-      // The route checked both a moment ago, in the same turn of the event loop.
-      if (snapshot === undefined || view === undefined) throw new Error(`no app "${appKey}"`)
+      // The route checked it (and the app) a moment ago, in the same turn of the event loop.
+      if (snapshot === undefined) throw new Error('no snapshot')
       // Its client may have left while the token was being verified: nothing to hold open.
       if (response.destroyed) return
-      // Changes not yet sent to this app's streams go first, so the new stream joins them in step.
-      const existing = apps.get(appKey)
-      if (existing !== undefined) syncApp(appKey, existing, snapshot)
-      const entry = apps.get(appKey) ?? { view, groups: new Map<ShellVariant, StreamGroup>() }
-      apps.set(appKey, entry)
-
-      const locale = view.localeFor(request.acceptLanguage)
-      const variant = view.variant(caller.roles, locale)
-      const group = groupFor(entry, appKey, variant, locale, caller.roles)
+      // Joined in step with the app's other streams: changes not yet sent to them go first.
+      const group = groups.groupFor(appKey, snapshot, caller, request.acceptLanguage)
       const stream: EventStream = {
         output: responseOutput(response),
         caller,
@@ -263,15 +158,15 @@ export function createEventStreams(deps: {
       metrics.eventStreams.set(openCount)
       const onClose = () => {
         endStream(stream, 'client')
-        leaveGroup(stream)
+        groups.leave(stream)
       }
       stream.output.onClose(onClose)
-      writeStreamHead(response, request.headers, locale)
+      writeStreamHead(response, request.headers, group.locale)
       // A reconnect that already holds the current tag gets no first event; the comment
       // flushes the headers so the client sees the stream open.
-      if (request.lastEventId === `${variant.tag}.${caller.userTag}`)
+      if (request.lastEventId === `${group.variant.tag}.${caller.userTag}`)
         write(stream, KEEP_ALIVE_COMMENT)
-      else sendShell(stream, variant.tag)
+      else sendShell(stream, group.variant.tag)
       takeSocketSoon(stream, response, onClose)
       expiries.add(stream, caller.expiresAtMs)
       keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
@@ -282,17 +177,13 @@ export function createEventStreams(deps: {
       unsubscribe()
       clearTimeout(flushTimer)
       expiries.clear()
-      for (const entry of apps.values())
-        for (const group of entry.groups.values())
-          for (const stream of group.streams) endStream(stream, 'shutdown')
-      apps.clear()
+      for (const stream of groups.streams()) endStream(stream, 'shutdown')
+      groups.clear()
     },
   }
 
   function sendKeepAlives(): void {
-    for (const entry of apps.values())
-      for (const group of entry.groups.values())
-        for (const stream of group.streams) write(stream, KEEP_ALIVE_COMMENT)
+    for (const stream of groups.streams()) write(stream, KEEP_ALIVE_COMMENT)
   }
 }
 
@@ -311,8 +202,4 @@ function takeSocketSoon(stream: EventStream, response: ServerResponse, onClose: 
     stream.output = socket
     socket.onClose(onClose)
   })
-}
-
-function haveSameItems(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index])
 }
