@@ -25,6 +25,7 @@ import type { SnapshotSource } from './snapshot-source.js'
 import { sendNotReady, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
+const EVENTS_ROUTE = '/api/v1/shell/:appKey/events'
 
 /**
  * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
@@ -45,7 +46,7 @@ export function registerEventRoutes(
   const { verifier, snapshots, streams, metrics } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   app.get<{ Params: { appKey: string } }>(
-    '/api/v1/shell/:appKey/events',
+    EVENTS_ROUTE,
     {
       schema: {
         operationId: 'followShell',
@@ -92,7 +93,7 @@ export function registerEventRoutes(
         })
         // Timed to the stream's start: fastify's send, which times every other response, is skipped.
         metrics.httpRequestDuration.observe(
-          request.routeOptions.url ?? 'unmatched',
+          EVENTS_ROUTE,
           request.method,
           200,
           secondsSinceReceived(request.raw),
