@@ -158,3 +158,28 @@ t.test('the server answers other requests normally after a takeover', async (t) 
   }
   streamClient.socket.destroy()
 })
+
+t.test('a taken socket counts what a client that stopped reading has not taken', async (t) => {
+  let output: StreamOutput | undefined
+  const { port } = await startServer(
+    t,
+    streamHandler((taken) => {
+      output = taken
+    }),
+  )
+  const client = openClient(port)
+  await until(() => output !== undefined, 'the takeover')
+  // The client stops reading: the kernel's buffers fill, then the socket's own queue grows.
+  client.socket.pause()
+  const chunk = 'x'.repeat(16 * 1024)
+  for (let writes = 0; writes < 1_000 && (output?.writableLength ?? 0) <= 64 * 1024; writes += 1) {
+    output?.write(chunk)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  t.ok((output?.writableLength ?? 0) > 64 * 1024, 'unsent bytes pass the streams bound')
+  const closed = new Promise<void>((resolve) => output?.onClose(resolve))
+  output?.destroy()
+  await closed
+  t.pass('destroyed, the socket closes')
+  client.socket.destroy()
+})
