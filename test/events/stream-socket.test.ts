@@ -52,7 +52,8 @@ function streamHandler(taken: (output: StreamOutput | undefined, serverSocket: S
   }
 }
 
-t.test('the socket is taken once the head is out, and events follow on it', async (t) => {
+/** A server whose one route is an event stream, a client on it, and the stream once its socket is taken. */
+async function openTakenStream(t: { teardown(fn: () => unknown): void }) {
   let output: StreamOutput | undefined
   let serverSocket: Socket | undefined
   const { server, port } = await startServer(
@@ -64,7 +65,12 @@ t.test('the socket is taken once the head is out, and events follow on it', asyn
   )
   const client = openClient(port)
   await until(() => output !== undefined, 'the takeover')
-  output?.write('second\n\n')
+  return { server, client, output: output as StreamOutput, serverSocket: serverSocket as Socket }
+}
+
+t.test('the socket is taken once the head is out, and events follow on it', async (t) => {
+  const { server, client, output, serverSocket } = await openTakenStream(t)
+  output.write('second\n\n')
   await until(() => client.received().includes('second'), 'the second event')
   t.match(client.received(), /^HTTP\/1\.1 200 OK\r\n/, 'the head first')
   t.match(
@@ -76,7 +82,7 @@ t.test('the socket is taken once the head is out, and events follow on it', asyn
   t.ok(client.received().endsWith('\r\n\r\nfirst\n\nsecond\n\n'), 'the events as written, in order')
 
   const listenerNames = ['data', 'end', 'close', 'error', 'timeout', 'drain'].flatMap((event) =>
-    (serverSocket?.listeners(event) ?? []).map((listener) => listener.name),
+    serverSocket.listeners(event).map((listener) => listener.name),
   )
   t.notOk(
     listenerNames.some((name) => /socketOn|onServerResponseClose/.test(name)),
@@ -87,41 +93,25 @@ t.test('the socket is taken once the head is out, and events follow on it', asyn
   // The server no longer counts it among its HTTP connections: neither call touches it.
   server.closeIdleConnections()
   server.closeAllConnections()
-  output?.write('third\n\n')
+  output.write('third\n\n')
   await until(() => client.received().includes('third'), 'an event after closeAllConnections')
   t.pass('the stream outlives the server closing its HTTP connections')
   client.socket.destroy()
 })
 
 t.test("the client's leaving closes the taken socket at once", async (t) => {
-  let output: StreamOutput | undefined
-  const { port } = await startServer(
-    t,
-    streamHandler((taken) => {
-      output = taken
-    }),
-  )
-  const client = openClient(port)
-  await until(() => output !== undefined, 'the takeover')
-  const closed = new Promise<void>((resolve) => output?.onClose(resolve))
+  const { client, output } = await openTakenStream(t)
+  const closed = new Promise<void>((resolve) => output.onClose(resolve))
   client.socket.end()
   await closed
   t.pass('onClose ran')
 })
 
 t.test('end sends what is queued, then closes the connection', async (t) => {
-  let output: StreamOutput | undefined
-  const { server, port } = await startServer(
-    t,
-    streamHandler((taken) => {
-      output = taken
-    }),
-  )
-  const client = openClient(port)
-  await until(() => output !== undefined, 'the takeover')
+  const { server, client, output } = await openTakenStream(t)
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()))
-  output?.write('last\n\n')
-  output?.end()
+  output.write('last\n\n')
+  output.end()
   t.equal(await client.ended, true, 'the client sees the end')
   t.ok(client.received().endsWith('last\n\n'), 'after the last event')
   await serverClosed
@@ -160,25 +150,17 @@ t.test('the server answers other requests normally after a takeover', async (t) 
 })
 
 t.test('a taken socket counts what a client that stopped reading has not taken', async (t) => {
-  let output: StreamOutput | undefined
-  const { port } = await startServer(
-    t,
-    streamHandler((taken) => {
-      output = taken
-    }),
-  )
-  const client = openClient(port)
-  await until(() => output !== undefined, 'the takeover')
+  const { client, output } = await openTakenStream(t)
   // The client stops reading: the kernel's buffers fill, then the socket's own queue grows.
   client.socket.pause()
   const chunk = 'x'.repeat(16 * 1024)
-  for (let writes = 0; writes < 1_000 && (output?.writableLength ?? 0) <= 64 * 1024; writes += 1) {
-    output?.write(chunk)
+  for (let writes = 0; writes < 1_000 && output.writableLength <= 64 * 1024; writes += 1) {
+    output.write(chunk)
     await new Promise((resolve) => setImmediate(resolve))
   }
-  t.ok((output?.writableLength ?? 0) > 64 * 1024, 'unsent bytes pass the streams bound')
-  const closed = new Promise<void>((resolve) => output?.onClose(resolve))
-  output?.destroy()
+  t.ok(output.writableLength > 64 * 1024, 'unsent bytes pass the streams bound')
+  const closed = new Promise<void>((resolve) => output.onClose(resolve))
+  output.destroy()
   await closed
   t.pass('destroyed, the socket closes')
   client.socket.destroy()
