@@ -83,6 +83,7 @@ export async function startService(
 
     const feed = createSnapshotFeed({
       sql,
+      databaseUrl: location.url,
       feedUrl: config.feedDatabaseUrl ?? location.url,
       logger,
       metrics,

@@ -2,14 +2,13 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
 import { databaseErrorFields } from '../db/database-error-fields.js'
-import postgres from '../db/postgres-driver.js'
 import type { Metrics } from '../metrics.js'
 import { computeBackoffMs } from './backoff.js'
+import { CHANGE_CHANNEL, PROBE_PREFIX, type PrefetchedRead } from './listener-messages.js'
+import type { ListenerWorker, ListeningConnection } from './listener-worker.js'
 
-/** The channel the schema's triggers notify (sql/001_schema.sql). */
-export const CHANGE_CHANNEL = 'shell_changed'
-/** Payload prefix of the feed's own liveness probes: not a change, never a reload. */
-const PROBE_PREFIX = 'probe:'
+export { CHANGE_CHANNEL } from './listener-messages.js'
+
 /**
  * Fresh listening connections in a row whose probe never came back before
  * LISTEN is taken not to work there (a transaction pooler hands the session
@@ -29,14 +28,16 @@ export interface ChangeListenerOptions {
   readonly sql: Sql
   /** Session-mode connection string for LISTEN (FEED_DATABASE_URL). */
   readonly feedUrl: string
+  /** Holds the listening connection in a thread of its own. */
+  readonly worker: ListenerWorker
   readonly logger: Logger
   readonly metrics: Metrics
   /** How often the listening connection is proven alive by a notification round trip. */
   readonly probeIntervalMs?: number
   /** How long a probe may take before the listening connection is declared dead. */
   readonly probeTimeoutMs?: number
-  /** A change was committed. */
-  onChange(): void
+  /** A change was committed; `prefetched` holds its rows when they could be read at once. */
+  onChange(prefetched?: PrefetchedRead): void
   /** LISTEN is in place; `isReconnect` after the first time (notifications may have been lost). */
   onListen(isReconnect: boolean): void
   onListenError(error: unknown): void
@@ -68,7 +69,7 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
 
   let closed = false
   let listenedBefore = false
-  let listener: postgres.Sql | undefined
+  let listener: ListeningConnection | undefined
   let listenFailures = 0
   let listenTimer: NodeJS.Timeout | undefined
   let probeTimer: NodeJS.Timeout | undefined
@@ -84,33 +85,28 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
   async function connectListener(): Promise<void> {
     listenTimer = undefined
     if (closed) return
-    const client = postgres(feedUrl, {
-      max: 1,
-      connect_timeout: 10,
-      // As the pool: no named statements, which a transaction pooler cannot keep.
-      prepare: false,
-      onnotice: () => {},
-      connection: { application_name: 'shell-data-feed' },
+    const client = options.worker.listen(feedUrl, {
+      onListen() {
+        // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
+        if (!isCurrent()) return
+        listenFailures = 0
+        logger[deaf ? 'debug' : 'info']('LISTEN sent; proving it with a probe')
+        const isReconnect = listenedBefore
+        listenedBefore = true
+        options.onListen(isReconnect)
+        scheduleProbe(0)
+      },
+      onProbe(payload) {
+        if (isCurrent() && pendingProbe?.payload === payload) pendingProbe.resolve()
+      },
+      onChange(prefetched) {
+        if (isCurrent()) options.onChange(prefetched)
+      },
     })
     listener = client
     const isCurrent = () => listener === client && !closed
     try {
-      await client.listen(
-        CHANGE_CHANNEL,
-        (payload) => {
-          if (isCurrent()) handleNotification(payload)
-        },
-        () => {
-          // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
-          if (!isCurrent()) return
-          listenFailures = 0
-          logger[deaf ? 'debug' : 'info']('LISTEN sent; proving it with a probe')
-          const isReconnect = listenedBefore
-          listenedBefore = true
-          options.onListen(isReconnect)
-          scheduleProbe(0)
-        },
-      )
+      await client.listening
     } catch (error) {
       if (!isCurrent()) return
       listenFailures += 1
@@ -122,17 +118,9 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
         'cannot listen for changes; retrying',
       )
       listener = undefined
-      void client.end({ timeout: 0 })
+      void client.end(0)
       listenTimer = setTimeout(() => void connectListener(), retryInMs)
     }
-  }
-
-  function handleNotification(payload: string): void {
-    if (payload.startsWith(PROBE_PREFIX)) {
-      if (pendingProbe?.payload === payload) pendingProbe.resolve()
-      return
-    }
-    options.onChange()
   }
 
   function scheduleProbe(delayMs: number): void {
@@ -237,7 +225,7 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
     setListening(false)
     const stale = listener
     listener = undefined
-    void stale?.end({ timeout: 0 })
+    void stale?.end(0)
     clearTimeout(listenTimer)
     listenTimer = setTimeout(() => void connectListener(), delayMs)
   }
@@ -262,7 +250,7 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       setListening(false)
       const client = listener
       listener = undefined
-      await client?.end({ timeout: 1 })
+      await client?.end(1)
     },
   }
 }

@@ -8,12 +8,16 @@ import { type BuildSnapshotOptions, buildSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotRows } from '../snapshot/types.js'
 import { computeBackoffMs } from './backoff.js'
 import { createChangeListener, describeDatabaseError } from './change-listener.js'
+import type { PrefetchedRead } from './listener-messages.js'
+import { startListenerWorker } from './listener-worker.js'
 
 export { CHANGE_CHANNEL } from './change-listener.js'
 
 export interface SnapshotFeedOptions {
   /** Pool for reloads and probes. */
   readonly sql: Sql
+  /** What `sql` connects to: the listener thread reads changes through it. */
+  readonly databaseUrl: string
   /** Session-mode connection string for LISTEN (FEED_DATABASE_URL). */
   readonly feedUrl: string
   readonly logger: Logger
@@ -66,7 +70,7 @@ export interface SnapshotFeed {
  * with backoff.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
-  const { sql, feedUrl, logger, metrics } = options
+  const { sql, databaseUrl, feedUrl, logger, metrics } = options
   const build = options.build ?? buildSnapshot
   // Far above what a full read of a large data set needs (the bench reports it); a read
   // still running after 30 s waits on a connection that went silent (a partition),
@@ -78,6 +82,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.
   let knownRevisions: AppRevisions | undefined
+  // Numbers each knownRevisions, so that a change read in the listener thread against
+  // older ones is told apart, and read again here.
+  let knownGeneration = 0
   // Set after every (re)listen: the next reload reads everything, whatever the revisions say.
   let fullReadRequested = true
   let lastSuccessAt: number | null = null
@@ -93,14 +100,19 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
 
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
 
+  const worker = startListenerWorker({ logger, databaseUrl })
   const listener = createChangeListener({
     sql,
     feedUrl,
+    worker,
     logger,
     metrics,
     ...(options.probeIntervalMs === undefined ? {} : { probeIntervalMs: options.probeIntervalMs }),
     ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
-    onChange: () => requestReload(),
+    onChange(prefetched) {
+      if (prefetched !== undefined && canTakePrefetched(prefetched)) void reloadSnapshot(prefetched)
+      else requestReload()
+    },
     onListen(isReconnect) {
       // Notifications sent while we were not listening are lost: reload. Revisions move
       // with every commit, so the apps that changed meanwhile are read whatever was
@@ -114,6 +126,20 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       lastError ??= describeDatabaseError(error)
     },
   })
+
+  /**
+   * A change read in the listener thread is the reload itself when nothing
+   * else is under way and it was read against the revisions in service.
+   */
+  function canTakePrefetched(prefetched: PrefetchedRead): boolean {
+    return (
+      !closed &&
+      !reloading &&
+      reloadTimer === undefined &&
+      !fullReadRequested &&
+      prefetched.generation === knownGeneration
+    )
+  }
 
   function requestReload(): void {
     if (closed) return
@@ -153,31 +179,36 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     }
   }
 
-  async function reloadSnapshot(): Promise<void> {
+  async function reloadSnapshot(prefetched?: PrefetchedRead): Promise<void> {
     reloadTimer = undefined
     reloading = true
     reloadAgain = false
-    const stopTimer = metrics.snapshotReloadDuration.startTimer()
+    // A prefetched read counts from when the listener thread started it.
+    const startedAt = performance.now() - (prefetched?.readMs ?? 0)
     const fullRead = fullReadRequested
     fullReadRequested = false
     try {
-      const read = await withDeadline(
-        readSnapshotRows(sql, fullRead ? undefined : knownRevisions),
-        reloadTimeoutMs,
-      )
+      const read =
+        prefetched?.read ??
+        (await withDeadline(
+          readSnapshotRows(sql, fullRead ? undefined : knownRevisions),
+          reloadTimeoutMs,
+        ))
       const next = await build(read.rows, {
         ...(snapshot === undefined ? {} : { previous: snapshot }),
         unchangedApps: read.unchangedApps,
       })
       knownRevisions = read.revisions
-      stopTimer()
+      knownGeneration += 1
+      worker.setKnown(knownGeneration, knownRevisions)
+      observeReloadDuration(startedAt)
       metrics.snapshotReloads.inc({ result: 'success' })
       reloadFailures = 0
       lastSuccessAt = Date.now()
       lastError = null
       swapSnapshot(next)
     } catch (error) {
-      stopTimer()
+      observeReloadDuration(startedAt)
       fullReadRequested ||= fullRead
       metrics.snapshotReloads.inc({ result: 'error' })
       reloadFailures += 1
@@ -200,6 +231,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     }
     reloading = false
     if (reloadAgain) requestReload()
+  }
+
+  function observeReloadDuration(startedAt: number): void {
+    metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
   }
 
   /** Reloads when a revision moved while nothing could be heard; a quiet no-op otherwise. */
@@ -240,7 +275,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   }
 
   return {
-    current: () => snapshot,
+    current() {
+      worker.takeMessages()
+      return snapshot
+    },
     notReadyReason: () =>
       closed
         ? 'shutting down'
@@ -265,6 +303,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       reloadTimer?.cancel()
       clearTimeout(unheardCheckTimer)
       await listener.close()
+      await worker.close()
     },
   }
 }

@@ -104,6 +104,7 @@ t.test('reloads through PgBouncer in transaction mode', { skip }, async (t) => {
   // Listening directly, as FEED_DATABASE_URL would have it: only the reloads go through the pooler.
   const feed = createSnapshotFeed({
     sql: pool,
+    databaseUrl: bouncerUrl,
     feedUrl: db.url,
     logger: pino({ level: 'silent' }),
     metrics,
@@ -140,6 +141,7 @@ t.test(
     const listening = async () => (await metrics.feedListening.get()).values[0]?.value
     const feed = createSnapshotFeed({
       sql: pool,
+      databaseUrl: bouncerUrl,
       feedUrl: bouncerUrl,
       logger,
       metrics,

@@ -21,7 +21,10 @@ interface Teardown {
   teardown(fn: () => unknown): void
 }
 
-/** A started feed on `sql`, closed at teardown, with a count of successful reloads. */
+/**
+ * A started feed on `sql`, closed at teardown, with a count of successful
+ * reloads. `sql` connects to `feedUrl` unless `overrides.databaseUrl` says otherwise.
+ */
 function startFeed(
   t: Teardown,
   sql: postgres.Sql,
@@ -29,7 +32,14 @@ function startFeed(
   overrides: Partial<SnapshotFeedOptions> = {},
 ): { feed: SnapshotFeed; metrics: Metrics; reloads: () => Promise<number> } {
   const metrics = createMetrics({ defaultMetrics: false })
-  const feed = createSnapshotFeed({ sql, feedUrl, logger: silent, metrics, ...overrides })
+  const feed = createSnapshotFeed({
+    sql,
+    databaseUrl: feedUrl,
+    feedUrl,
+    logger: silent,
+    metrics,
+    ...overrides,
+  })
   feed.start()
   t.teardown(() => feed.close())
   const reloads = async () => {
@@ -71,6 +81,28 @@ const shellOf = (feed: SnapshotFeed, appKey = 'crm', roles: string[] = []) =>
   renderShell(feed.current(), appKey, roles) as Shell | undefined
 const sidebarLabels = (feed: SnapshotFeed, roles: string[] = []) =>
   shellOf(feed, 'crm', roles)?.menus.sidebar?.map((item) => item.label)
+
+t.test('under load, the next request takes a change the listener thread read', async (t) => {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+  const { feed, metrics } = startFeed(t, db.sql, db.url)
+  const listening = async () => (await metrics.feedListening.get()).values[0]?.value
+  t.ok(await waitUntil(async () => (await listening()) === 1), 'listening')
+  // The reload that follows LISTEN is over by now: the thread has the revisions in service.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await db.sql`update shell.apps set name = 'Two'`
+  let turned = false
+  setImmediate(() => {
+    turned = true
+  })
+  // As requests under saturating load: each asks for the snapshot, and only microtasks
+  // run between them. The event loop does not turn, so the database's answers cannot
+  // reach this thread: the change can only come in read by the listener thread.
+  const deadline = performance.now() + 5_000
+  while (shellOf(feed)?.app.name !== 'Two' && performance.now() < deadline) await null
+  t.equal(shellOf(feed)?.app.name, 'Two', 'the change is served')
+  t.equal(turned, false, 'without a turn of the event loop')
+})
 
 t.test('each kind of change on each table reaches the snapshot', async (t) => {
   const db = await createTestDatabase(t)
@@ -281,6 +313,7 @@ t.test('a silent, half-open listening connection is detected and replaced', asyn
   const proxy = await startTcpProxy(hostname, Number(port))
   t.teardown(() => proxy.close())
   const { feed } = startFeed(t, db.sql, proxy.route(db.url), {
+    databaseUrl: db.url,
     probeIntervalMs: 200,
     probeTimeoutMs: 300,
   })
@@ -307,6 +340,7 @@ async function startFeedWithProxiedPool(t: Test) {
   const lines: { level: number; msg: string; error?: { code?: string } }[] = []
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) })
   const started = startFeed(t, pool, db.url, {
+    databaseUrl: proxy.route(db.url),
     logger,
     probeIntervalMs: 200,
     probeTimeoutMs: 300,
@@ -321,6 +355,9 @@ t.test(
   'a pool that stops answering: the probe says so once, reloads give up and retry, then recover',
   async (t) => {
     const { proxy, db, feed, metrics, lines, listening } = await startFeedWithProxiedPool(t)
+    // A first change opens the listener thread's read connection, which the freeze then holds too.
+    await db.sql`update shell.apps set name = 'One again'`
+    t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'One again'), 'a change before')
     proxy.freeze()
     t.ok(await waitUntil(async () => (await listening()) === 0, 5_000), 'no longer listening')
     // A change: its reload waits on the silent connection until the deadline.
@@ -389,7 +426,13 @@ t.test(
     const url = 'postgres://nobody:nothing@127.0.0.1:1/none'
     const sql = connectDatabase(url, { max: 1 })
     t.teardown(() => sql.end({ timeout: 0 }))
-    const feed = createSnapshotFeed({ sql, feedUrl: url, logger: silent, metrics })
+    const feed = createSnapshotFeed({
+      sql,
+      databaseUrl: url,
+      feedUrl: url,
+      logger: silent,
+      metrics,
+    })
     t.equal(feed.notReadyReason(), 'loading the first snapshot')
     feed.start()
     t.teardown(() => feed.close())
