@@ -102,6 +102,10 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       onChange(prefetched) {
         if (isCurrent()) options.onChange(prefetched)
       },
+      onLost() {
+        // Not waiting for the probe to find it silent: a new connection (and thread) at once.
+        if (isCurrent()) restartListener(0)
+      },
     })
     listener = client
     const isCurrent = () => listener === client && !closed

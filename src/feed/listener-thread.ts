@@ -38,7 +38,8 @@ const PREFETCH_DEADLINE_MS = 2_000
 
 function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): void {
   const pendingFlag = new Int32Array(pending)
-  const clients = new Map<number, postgres.Sql>()
+  // Each listening connection, by the id the main thread gave it (undefined while being made).
+  const clients = new Map<number, postgres.Sql | undefined>()
   // One connection, opened by the first change and closed after a quiet minute, as the pool's.
   let readSql: Sql | undefined
   // The revisions of the snapshot in service; each is read against once (see handleChange).
@@ -55,16 +56,18 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
   }
 
   async function listen(id: number, url: string): Promise<void> {
-    const client = postgres(url, {
-      max: 1,
-      connect_timeout: 10,
-      // As the pool: no named statements, which a transaction pooler cannot keep.
-      prepare: false,
-      onnotice: () => {},
-      connection: { application_name: 'shell-data-feed' },
-    })
-    clients.set(id, client)
+    // Taken before the client exists, so that a failure to create it is reported too.
+    clients.set(id, undefined)
     try {
+      const client = postgres(url, {
+        max: 1,
+        connect_timeout: 10,
+        // As the pool: no named statements, which a transaction pooler cannot keep.
+        prepare: false,
+        onnotice: () => {},
+        connection: { application_name: 'shell-data-feed' },
+      })
+      clients.set(id, client)
       await client.listen(
         CHANGE_CHANNEL,
         (payload) => {
@@ -78,6 +81,7 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
         },
       )
     } catch (error) {
+      // A URL the driver cannot parse fails here too, before any client exists.
       if (clients.has(id)) send({ type: 'listen-failed', id, error: carryError(error) })
     }
   }

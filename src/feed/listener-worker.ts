@@ -15,6 +15,8 @@ export interface ListenHandlers {
   onProbe(payload: string): void
   /** A change was committed; `prefetched` holds its rows when the thread could read them at once. */
   onChange(prefetched?: PrefetchedRead): void
+  /** The connection is gone with its thread, which stopped (only a bug would make it). */
+  onLost(): void
 }
 
 export interface ListeningConnection {
@@ -64,8 +66,11 @@ export function startListenerWorker(options: {
   readonly logger: Logger
   /** DATABASE_URL: the thread reads changes through it, as reloads do. */
   readonly databaseUrl: string
+  /** Starts the thread; tests wrap it to stop a thread as a crash would. */
+  readonly spawnThread?: typeof spawnListenerThread
 }): ListenerWorker {
   const { logger, databaseUrl } = options
+  const spawnThread = options.spawnThread ?? spawnListenerThread
   let thread: RunningThread | undefined
   let closed = false
   let nextId = 1
@@ -78,7 +83,7 @@ export function startListenerWorker(options: {
     const channel = new MessageChannel()
     const pending = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)
     const data: ListenerThreadData = { port: channel.port2, pending, databaseUrl }
-    const worker = spawnListenerThread(data, [channel.port2])
+    const worker = spawnThread(data, [channel.port2])
     const started: RunningThread = {
       worker,
       port: channel.port1,
@@ -94,11 +99,13 @@ export function startListenerWorker(options: {
       channel.port1.close()
       if (!closed) logger.warn('the listener thread stopped; its connections are gone')
       const lost = new Error('the listener thread stopped')
-      for (const connection of connections.values()) {
+      const gone = [...connections.values()]
+      connections.clear()
+      for (const connection of gone) {
         connection.settleListening(lost)
         connection.ended()
+        if (!closed) connection.handlers.onLost()
       }
-      connections.clear()
     })
     if (known !== undefined) channel.port1.postMessage(known)
     return started
@@ -192,7 +199,7 @@ export function startListenerWorker(options: {
  * sources (tests, the bench) tsx compiles it, but tsx's hooks do not reach a
  * worker on Node 20 (privatenumber/tsx#354): the thread registers them itself.
  */
-function spawnListenerThread(data: ListenerThreadData, transferList: MessagePort[]): Worker {
+export function spawnListenerThread(data: ListenerThreadData, transferList: MessagePort[]): Worker {
   const fromSources = import.meta.url.endsWith('.ts')
   const entry = new URL(`./listener-thread.${fromSources ? 'ts' : 'js'}`, import.meta.url)
   const options = { workerData: data, transferList }

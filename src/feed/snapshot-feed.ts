@@ -9,7 +9,7 @@ import type { Snapshot, SnapshotRows } from '../snapshot/types.js'
 import { computeBackoffMs } from './backoff.js'
 import { createChangeListener, describeDatabaseError } from './change-listener.js'
 import type { PrefetchedRead } from './listener-messages.js'
-import { startListenerWorker } from './listener-worker.js'
+import { type spawnListenerThread, startListenerWorker } from './listener-worker.js'
 
 export { CHANGE_CHANNEL } from './change-listener.js'
 
@@ -35,6 +35,8 @@ export interface SnapshotFeedOptions {
   readonly reloadTimeoutMs?: number
   /** How often the revisions are checked while the feed is not proven to be listening. */
   readonly unheardCheckIntervalMs?: number
+  /** Starts the listener thread; tests wrap it to stop the thread as a crash would. */
+  readonly spawnListenerThread?: typeof spawnListenerThread
 }
 
 /**
@@ -100,7 +102,13 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
 
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
 
-  const worker = startListenerWorker({ logger, databaseUrl })
+  const worker = startListenerWorker({
+    logger,
+    databaseUrl,
+    ...(options.spawnListenerThread === undefined
+      ? {}
+      : { spawnThread: options.spawnListenerThread }),
+  })
   const listener = createChangeListener({
     sql,
     feedUrl,

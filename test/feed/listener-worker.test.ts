@@ -1,8 +1,13 @@
+import type { Worker } from 'node:worker_threads'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import type { PrefetchedRead } from '../../src/feed/listener-messages.js'
-import { type ListenerWorker, startListenerWorker } from '../../src/feed/listener-worker.js'
+import {
+  type ListenerWorker,
+  spawnListenerThread,
+  startListenerWorker,
+} from '../../src/feed/listener-worker.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { waitUntil } from '../helpers/wait.js'
 
@@ -21,6 +26,7 @@ async function startListening(t: Test) {
     },
     onProbe: (payload) => told.probes.push(payload),
     onChange: (prefetched) => told.changes.push(prefetched),
+    onLost: () => t.fail('the thread does not stop'),
   })
   await connection.listening
   return { db, worker, connection, told }
@@ -111,6 +117,7 @@ t.test('a listening connection that cannot connect fails with the driver error',
     onListen: () => t.fail('not listening'),
     onProbe: () => {},
     onChange: () => {},
+    onLost: () => {},
   })
   await t.rejects(connection.listening, { code: 'ECONNREFUSED' })
   await connection.end(0)
@@ -131,4 +138,47 @@ t.test('end stops the notifications; close ends the thread', async (t) => {
   await waitUntil(async () => (await active()) === 0, 'the listening connection closed')
   await worker.close()
   t.pass('closed')
+})
+
+t.test('a thread that dies is said so, and the next connection starts another', async (t) => {
+  const db = await createTestDatabase(t)
+  const lines: { level: number; msg: string }[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) })
+  const threads: Worker[] = []
+  const worker = startListenerWorker({
+    logger,
+    databaseUrl: db.url,
+    spawnThread(data, transferList) {
+      const thread = spawnListenerThread(data, transferList)
+      threads.push(thread)
+      return thread
+    },
+  })
+  t.teardown(() => worker.close())
+  const changes: string[] = []
+  const lost: string[] = []
+  const listen = (name: string) =>
+    worker.listen(db.url, {
+      onListen: () => {},
+      onProbe: () => {},
+      onChange: () => changes.push(name),
+      onLost: () => lost.push(name),
+    })
+  const first = listen('first')
+  await first.listening
+  await threads[0]?.terminate()
+  await waitUntil(
+    () => lines.some((line) => /listener thread stopped/.test(line.msg)),
+    'the warning',
+  )
+  t.same(lost, ['first'], 'its connection is reported lost')
+  await first.end(0)
+  t.equal(threads.length, 1)
+
+  const second = listen('second')
+  await second.listening
+  t.equal(threads.length, 2, 'a new thread for the new connection')
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`
+  await waitUntil(() => changes.length > 0, 'a change on the new connection')
+  t.same([...new Set(changes)], ['second'])
 })

@@ -1,8 +1,10 @@
+import type { Worker } from 'node:worker_threads'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import postgres from '../../src/db/postgres-driver.js'
+import { spawnListenerThread } from '../../src/feed/listener-worker.js'
 import {
   createSnapshotFeed,
   type SnapshotFeed,
@@ -102,6 +104,29 @@ t.test('under load, the next request takes a change the listener thread read', a
   while (shellOf(feed)?.app.name !== 'Two' && performance.now() < deadline) await null
   t.equal(shellOf(feed)?.app.name, 'Two', 'the change is served')
   t.equal(turned, false, 'without a turn of the event loop')
+})
+
+t.test('a listener thread that dies is replaced at once, and a full reload follows', async (t) => {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+  const threads: Worker[] = []
+  const { feed, metrics, reloads } = startFeed(t, db.sql, db.url, {
+    // No probe within the test: only the thread's exit can set the replacement off.
+    probeIntervalMs: 60_000,
+    spawnListenerThread(data, transferList) {
+      const thread = spawnListenerThread(data, transferList)
+      threads.push(thread)
+      return thread
+    },
+  })
+  const listening = async () => (await metrics.feedListening.get()).values[0]?.value
+  t.ok(await waitUntil(async () => (await listening()) === 1), 'listening')
+  const before = await reloads()
+  await threads[0]?.terminate()
+  t.ok(await waitUntil(() => threads.length === 2), 'a second thread')
+  t.ok(await waitUntil(async () => (await reloads()) > before), 'a reload after the new LISTEN')
+  await db.sql`update shell.apps set name = 'Two'`
+  t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'Two'), 'changes flow again')
 })
 
 t.test('each kind of change on each table reaches the snapshot', async (t) => {
