@@ -22,6 +22,12 @@ const DEAF_AFTER_SILENT_LISTENS = 2
  * own meanwhile.
  */
 const DEAF_RELISTEN_INTERVAL_MS = 60_000
+/**
+ * A listener thread lost once is replaced within 100 ms; losses within this
+ * long of each other back off further (capped at 10 s), as only a bug stops
+ * the thread and it may recur.
+ */
+const THREAD_LOSS_MEMORY_MS = 10 * 60_000
 
 export interface ChangeListenerOptions {
   /** Pool the probes are sent through. */
@@ -71,6 +77,8 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
   let listenedBefore = false
   let listener: ListeningConnection | undefined
   let listenFailures = 0
+  // When threads were lost with a listening connection, within THREAD_LOSS_MEMORY_MS.
+  let threadLosses: number[] = []
   let listenTimer: NodeJS.Timeout | undefined
   let probeTimer: NodeJS.Timeout | undefined
   let probeCount = 0
@@ -85,10 +93,13 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
   async function connectListener(): Promise<void> {
     listenTimer = undefined
     if (closed) return
+    // Whether LISTEN was ever in place on this connection.
+    let heard = false
     const client = options.worker.listen(feedUrl, {
       onListen() {
         // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
         if (!isCurrent()) return
+        heard = true
         listenFailures = 0
         logger[deaf ? 'debug' : 'info']('LISTEN sent; proving it with a probe')
         const isReconnect = listenedBefore
@@ -103,8 +114,20 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
         if (isCurrent()) options.onChange(prefetched)
       },
       onLost() {
-        // Not waiting for the probe to find it silent: a new connection (and thread) at once.
-        if (isCurrent()) restartListener(0)
+        // Lost before LISTEN was in place, the rejected `listening` below retries with
+        // backoff. Lost after: a new connection (and thread) without waiting for the probe
+        // to find this one silent, backing off by the losses of the last ten minutes, so
+        // that a thread that keeps dying is not restarted in a tight loop.
+        if (!isCurrent() || !heard) return
+        const now = Date.now()
+        threadLosses = threadLosses.filter((at) => now - at < THREAD_LOSS_MEMORY_MS)
+        threadLosses.push(now)
+        const retryInMs = computeBackoffMs(threadLosses.length)
+        logger.warn(
+          { retryInMs },
+          'the listening connection was lost with its thread; reconnecting',
+        )
+        restartListener(retryInMs)
       },
     })
     listener = client

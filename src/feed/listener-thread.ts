@@ -46,8 +46,8 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
   let basis:
     | { generation: number; revisions: ReadonlyMap<string, string>; used: boolean }
     | undefined
-  // A change's read in flight: changes that arrive meanwhile are sent after its result.
-  let inFlight: { changedMeanwhile: boolean } | undefined
+  // A change's read in flight: a change that arrives meanwhile is sent after its result.
+  let inFlight: { changedMeanwhileOn?: number } | undefined
   let changeQueued = false
 
   function send(message: FromListenerThread): void {
@@ -105,7 +105,9 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
    */
   function handleChange(id: number): void {
     if (inFlight !== undefined) {
-      inFlight.changedMeanwhile = true
+      // Sent after the read, under the id of the connection that heard it: the one that
+      // started the read may have been replaced meanwhile, and its messages are dropped.
+      inFlight.changedMeanwhileOn = id
       return
     }
     if (basis === undefined || basis.used) {
@@ -114,20 +116,28 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
     }
     basis.used = true
     const { generation, revisions } = basis
-    const read = { changedMeanwhile: false }
+    const read: { changedMeanwhileOn?: number } = {}
     inFlight = read
     const startedAt = performance.now()
+    readSql ??= connectDatabase(databaseUrl, { max: 1 })
+    const connection = readSql
     const release = (prefetched?: PrefetchedRead) => {
       if (inFlight !== read) return
       inFlight = undefined
       clearTimeout(deadline)
       send({ type: 'change', id, ...(prefetched === undefined ? {} : { prefetched }) })
-      if (read.changedMeanwhile) send({ type: 'change', id })
+      if (read.changedMeanwhileOn !== undefined)
+        send({ type: 'change', id: read.changedMeanwhileOn })
     }
-    const deadline = setTimeout(release, PREFETCH_DEADLINE_MS)
+    const deadline = setTimeout(() => {
+      // A read this late waits on a connection gone silent, which TCP may hold for minutes;
+      // every later read would queue behind it. The next change opens a new connection.
+      if (readSql === connection) readSql = undefined
+      void connection.end({ timeout: 0 })
+      release()
+    }, PREFETCH_DEADLINE_MS)
     deadline.unref()
-    readSql ??= connectDatabase(databaseUrl, { max: 1 })
-    readSnapshotRows(readSql, revisions).then(
+    readSnapshotRows(connection, revisions).then(
       (rows) => release({ generation, read: rows, readMs: performance.now() - startedAt }),
       // The main thread's reload reads again, and reports the error if it persists.
       () => release(),

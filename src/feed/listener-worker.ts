@@ -33,8 +33,9 @@ export interface ListenerWorker {
   /**
    * Handles the thread's messages now, if there are any: called before each
    * request, so that under load a change is taken by the next request rather
-   * than when the event loop next reaches the thread's port. One atomic read
-   * when there is nothing.
+   * than when the event loop next reaches the thread's port. The snapshot is
+   * built in the microtasks that follow that request, and served from the
+   * request after it. One atomic read when there is nothing.
    */
   takeMessages(): void
   close(): Promise<void>
@@ -42,6 +43,12 @@ export interface ListenerWorker {
 
 /** How long the thread may take to end its connections before it is stopped. */
 const CLOSE_TIMEOUT_MS = 5_000
+/** Beyond a connection's own end timeout, how long its end is waited for. */
+const END_GRACE_S = 2
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref())
+}
 
 interface OpenConnection {
   readonly handlers: ListenHandlers
@@ -138,6 +145,7 @@ export function startListenerWorker(options: {
         break
       case 'ended':
         connections.delete(message.id)
+        connection.settleListening(new Error('the listening connection was ended'))
         connection.ended()
         break
     }
@@ -145,6 +153,10 @@ export function startListenerWorker(options: {
 
   return {
     listen(url, handlers) {
+      if (closed) {
+        const refused = Promise.reject(new Error('the listener worker is closed'))
+        return { listening: refused, end: () => Promise.resolve() }
+      }
       thread ??= startThread()
       const id = nextId++
       let settleListening: OpenConnection['settleListening'] = () => {}
@@ -162,7 +174,8 @@ export function startListenerWorker(options: {
         end(timeoutS) {
           if (connections.has(id)) post({ type: 'end', id, timeoutS })
           else ended()
-          return endedPromise
+          // A thread that does not answer (stuck, or still starting) must not hold up a close.
+          return Promise.race([endedPromise, delay((timeoutS + END_GRACE_S) * 1000)])
         },
       }
     },

@@ -9,6 +9,7 @@ import {
   startListenerWorker,
 } from '../../src/feed/listener-worker.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { waitUntil } from '../helpers/wait.js'
 
 const silent = pino({ level: 'silent' })
@@ -181,4 +182,73 @@ t.test('a thread that dies is said so, and the next connection starts another', 
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`
   await waitUntil(() => changes.length > 0, 'a change on the new connection')
   t.same([...new Set(changes)], ['second'])
+})
+
+/** A listener thread whose read connection goes through a proxy that can go silent. */
+async function startWithProxiedReads(t: Test) {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM'), ('hr', 'HR')`
+  const target = new URL(db.url)
+  const proxy = await startTcpProxy(target.hostname, Number(target.port))
+  t.teardown(() => proxy.close())
+  const worker = startListenerWorker({ logger: silent, databaseUrl: proxy.route(db.url) })
+  t.teardown(() => worker.close())
+  let generation = 0
+  const setKnown = async () => {
+    worker.setKnown(++generation, (await readSnapshotRows(db.sql)).revisions)
+    await db.sql`select 1`
+  }
+  const listen = (told: (PrefetchedRead | undefined)[]) =>
+    worker.listen(db.url, {
+      onListen: () => {},
+      onProbe: () => {},
+      onChange: (prefetched) => told.push(prefetched),
+      onLost: () => {},
+    })
+  return { db, proxy, setKnown, listen }
+}
+
+t.test('a read that hangs: the next change reads on a new connection', async (t) => {
+  const { db, proxy, setKnown, listen } = await startWithProxiedReads(t)
+  const told: (PrefetchedRead | undefined)[] = []
+  await listen(told).listening
+  await setKnown()
+  await db.sql`update shell.apps set name = 'CRM 2' where app_key = 'crm'`
+  await waitUntil(() => told.length === 1, 'the first change')
+  t.ok(told[0], 'read at once: the read connection is open')
+  proxy.freeze()
+  await setKnown()
+  await db.sql`update shell.apps set name = 'CRM 3' where app_key = 'crm'`
+  await waitUntil(() => told.length === 2, 'the change whose read hangs')
+  t.equal(told[1], undefined, 'given up at the deadline: no rows')
+  await setKnown()
+  await db.sql`update shell.apps set name = 'CRM 4' where app_key = 'crm'`
+  await waitUntil(() => told.length === 3, 'the change after')
+  t.equal(
+    told[2]?.read.rows.apps[0]?.name,
+    'CRM 4',
+    'read on a new connection, not behind the hung one',
+  )
+})
+
+t.test('a change heard during a read reaches the connection that heard it', async (t) => {
+  const { db, proxy, setKnown, listen } = await startWithProxiedReads(t)
+  const toldFirst: (PrefetchedRead | undefined)[] = []
+  const first = listen(toldFirst)
+  await first.listening
+  await setKnown()
+  await db.sql`update shell.apps set name = 'CRM 2' where app_key = 'crm'`
+  await waitUntil(() => toldFirst.length === 1, 'a first change opens the read connection')
+  proxy.freeze()
+  await setKnown()
+  // Heard on the first connection; its read hangs until the deadline.
+  await db.sql`update shell.apps set name = 'CRM 3' where app_key = 'crm'`
+  await db.sql`select pg_sleep(0.2)`
+  // The first connection is replaced, as after a silent probe, while that read hangs.
+  const toldSecond: (PrefetchedRead | undefined)[] = []
+  await listen(toldSecond).listening
+  await first.end(0)
+  await db.sql`update shell.apps set name = 'HR 2' where app_key = 'hr'`
+  await waitUntil(() => toldSecond.length === 1, 'the change heard on the second connection')
+  t.equal(toldSecond[0], undefined, 'without rows: the feed reloads for it')
 })

@@ -1,4 +1,4 @@
-import type { Worker } from 'node:worker_threads'
+import { Worker } from 'node:worker_threads'
 import pino from 'pino'
 import t, { type Test } from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
@@ -127,6 +127,22 @@ t.test('a listener thread that dies is replaced at once, and a full reload follo
   t.ok(await waitUntil(async () => (await reloads()) > before), 'a reload after the new LISTEN')
   await db.sql`update shell.apps set name = 'Two'`
   t.ok(await waitUntil(() => shellOf(feed)?.app.name === 'Two'), 'changes flow again')
+})
+
+t.test('a listener thread that cannot start is retried with backoff, not in a loop', async (t) => {
+  const db = await createTestDatabase(t)
+  let spawned = 0
+  const { feed } = startFeed(t, db.sql, db.url, {
+    spawnListenerThread(data, transferList) {
+      spawned += 1
+      // Dies at once, as a thread whose module fails to load would.
+      return new Worker('process.exit(1)', { eval: true, workerData: data, transferList })
+    },
+  })
+  t.ok(await waitUntil(() => feed.current() !== undefined), 'the snapshot loads all the same')
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  // Backoff from 10 to 100 ms, doubling: at most about seven tries in 1.5 s; a loop makes dozens.
+  t.ok(spawned >= 2 && spawned <= 10, `${spawned} threads started in 1.5 s`)
 })
 
 t.test('each kind of change on each table reaches the snapshot', async (t) => {
