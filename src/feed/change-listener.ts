@@ -99,6 +99,11 @@ export function createChangeListener(options: ChangeListenerOptions): ChangeList
       onListen() {
         // Runs after the first LISTEN and after every reconnect postgres.js makes on its own.
         if (!isCurrent()) return
+        if (heard) {
+          // The driver lost this connection and made a new one on its own: worth a trace,
+          // since notifications sent in between are lost (the full reload below reads them).
+          logger.warn('the listening connection was lost and reconnected; reading everything again')
+        }
         heard = true
         listenFailures = 0
         logger[deaf ? 'debug' : 'info']('LISTEN sent; proving it with a probe')

@@ -285,7 +285,12 @@ t.test(
   async (t) => {
     const db = await createTestDatabase(t)
     await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
-    const { feed, metrics } = startFeed(t, db.sql, db.url)
+    const lines: { level: number; msg: string }[] = []
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    )
+    const { feed, metrics } = startFeed(t, db.sql, db.url, { logger })
     t.ok(await waitUntil(() => feed.current() !== undefined))
     t.ok(
       await waitUntil(async () => (await metrics.feedListening.get()).values[0]?.value === 1),
@@ -299,6 +304,12 @@ t.test(
     t.ok(
       await waitUntil(() => shellOf(feed)?.app.name === 'Two'),
       'the change is in the snapshot after the reconnect',
+    )
+    t.ok(
+      await waitUntil(() =>
+        lines.some((line) => line.level === 40 && /lost and reconnected/.test(line.msg)),
+      ),
+      'the reconnect is logged as a warning',
     )
   },
 )
