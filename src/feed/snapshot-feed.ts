@@ -1,7 +1,6 @@
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
 import { databaseErrorFields } from '../db/database-error-fields.js'
-import { readAppRevisions, revisionsMoved } from '../db/read-app-revisions.js'
 import { type AppRevisions, readSnapshotRows } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
 import { type BuildSnapshotOptions, buildSnapshot } from '../snapshot/build.js'
@@ -10,6 +9,8 @@ import { computeBackoffMs } from './backoff.js'
 import { createChangeListener, describeDatabaseError } from './change-listener.js'
 import type { PrefetchedRead } from './listener-messages.js'
 import { type spawnListenerThread, startListenerWorker } from './listener-worker.js'
+import { withReloadDeadline } from './reload-deadline.js'
+import { startUnheardCheck, UNHEARD_CHECK_INTERVAL_MS } from './unheard-check.js'
 
 export { CHANGE_CHANNEL } from './change-listener.js'
 
@@ -38,14 +39,6 @@ export interface SnapshotFeedOptions {
   /** Starts the listener thread; tests wrap it to stop the thread as a crash would. */
   readonly spawnListenerThread?: typeof spawnListenerThread
 }
-
-/**
- * While no notification can be heard (LISTEN through a transaction pooler, a
- * listening connection being replaced), the feed reads every app's revision
- * this often and reloads when one moved, so that the snapshot still follows
- * the database, a few seconds late rather than never. One small row per app.
- */
-export const UNHEARD_CHECK_INTERVAL_MS = 3_000
 
 export interface SnapshotFeed {
   /** The snapshot in service, or undefined before the first load. */
@@ -78,8 +71,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // still running after 30 s waits on a connection that went silent (a partition),
   // which TCP may hold for minutes.
   const reloadTimeoutMs = options.reloadTimeoutMs ?? 30_000
-  const unheardCheckIntervalMs = options.unheardCheckIntervalMs ?? UNHEARD_CHECK_INTERVAL_MS
-  let unheardCheckTimer: NodeJS.Timeout | undefined
+  let unheardCheck: { stop(): void } | undefined
 
   let snapshot: Snapshot | undefined
   // Revisions of the last successful read, so the next read takes only the apps that moved.
@@ -198,7 +190,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     try {
       const read =
         prefetched?.read ??
-        (await withDeadline(
+        (await withReloadDeadline(
           readSnapshotRows(sql, fullRead ? undefined : knownRevisions),
           reloadTimeoutMs,
         ))
@@ -245,26 +237,6 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
   }
 
-  /** Reloads when a revision moved while nothing could be heard; a quiet no-op otherwise. */
-  async function checkUnheardChanges(): Promise<void> {
-    if (closed) return
-    const idle = !reloading && reloadTimer === undefined && knownRevisions !== undefined
-    if (idle && !listener.isListening()) {
-      try {
-        const known = knownRevisions as AppRevisions
-        const current = await withDeadline(readAppRevisions(sql), reloadTimeoutMs)
-        if (revisionsMoved(current, known)) requestReload()
-        // Nothing moved: the snapshot in service is as fresh as this read.
-        else if (knownRevisions === known) lastSuccessAt = Date.now()
-      } catch (error) {
-        // Reloads and the probe report an unreachable database; this check only waits for it.
-        logger.debug({ err: error }, 'the revision check failed')
-      }
-    }
-    if (!closed)
-      unheardCheckTimer = setTimeout(() => void checkUnheardChanges(), unheardCheckIntervalMs)
-  }
-
   function swapSnapshot(next: Snapshot): void {
     metrics.snapshotLoaded.set(1)
     // Same content: keep the snapshot in service, and with it its memoized variants.
@@ -304,36 +276,28 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       // The first load does not wait for LISTEN: a database that allows reads but not
       // LISTEN (a pooler misconfiguration) still gives a ready instance, and a warning.
       requestReload()
-      unheardCheckTimer = setTimeout(() => void checkUnheardChanges(), unheardCheckIntervalMs)
+      unheardCheck = startUnheardCheck({
+        sql,
+        logger,
+        intervalMs: options.unheardCheckIntervalMs ?? UNHEARD_CHECK_INTERVAL_MS,
+        timeoutMs: reloadTimeoutMs,
+        revisionsToCheck: () =>
+          !closed && !reloading && reloadTimer === undefined && !listener.isListening()
+            ? knownRevisions
+            : undefined,
+        onMoved: requestReload,
+        onUnchanged(known) {
+          // Nothing moved: the snapshot in service is as fresh as this read.
+          if (knownRevisions === known) lastSuccessAt = Date.now()
+        },
+      })
     },
     async close() {
       closed = true
       reloadTimer?.cancel()
-      clearTimeout(unheardCheckTimer)
+      unheardCheck?.stop()
       await listener.close()
       await worker.close()
     },
   }
-}
-
-/**
- * The read, or a RELOAD_TIMEOUT error once `ms` have passed. The read itself
- * cannot be stopped (its connection is silent); it is left to settle, and
- * ignored, while the next attempt takes another connection of the pool.
- */
-function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
-  read.catch(() => {})
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          Object.assign(new Error(`the database did not answer the reload within ${ms} ms`), {
-            code: 'RELOAD_TIMEOUT',
-          }),
-        ),
-      ms,
-    )
-  })
-  return Promise.race([read, deadline]).finally(() => clearTimeout(timer))
 }
