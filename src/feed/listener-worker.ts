@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises'
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import type { AppRevisions } from '../db/read-snapshot-rows.js'
@@ -45,10 +46,6 @@ export interface ListenerWorker {
 const CLOSE_TIMEOUT_MS = 5_000
 /** Beyond a connection's own end timeout, how long its end is waited for. */
 const END_GRACE_S = 2
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref())
-}
 
 interface OpenConnection {
   readonly handlers: ListenHandlers
@@ -175,7 +172,10 @@ export function startListenerWorker(options: {
           if (connections.has(id)) post({ type: 'end', id, timeoutS })
           else ended()
           // A thread that does not answer (stuck, or still starting) must not hold up a close.
-          return Promise.race([endedPromise, delay((timeoutS + END_GRACE_S) * 1000)])
+          return Promise.race([
+            endedPromise,
+            delay((timeoutS + END_GRACE_S) * 1000, undefined, { ref: false }),
+          ])
         },
       }
     },
