@@ -87,11 +87,21 @@ const sidebarLabels = (feed: SnapshotFeed, roles: string[] = []) =>
 t.test('under load, the next request takes a change the listener thread read', async (t) => {
   const db = await createTestDatabase(t)
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
-  const { feed, metrics } = startFeed(t, db.sql, db.url)
+  const { feed, metrics, reloads } = startFeed(t, db.sql, db.url)
   const listening = async () => (await metrics.feedListening.get()).values[0]?.value
   t.ok(await waitUntil(async () => (await listening()) === 1), 'listening')
   // The reload that follows LISTEN is over by now: the thread has the revisions in service.
   await new Promise((resolve) => setTimeout(resolve, 200))
+  const durations = async () => {
+    const { values } = await metrics.snapshotReloadDuration.get()
+    const read = (suffix: string) =>
+      values.find(
+        (value) => value.metricName === `shell_snapshot_reload_duration_seconds_${suffix}`,
+      )?.value ?? 0
+    return { count: read('count'), sum: read('sum') }
+  }
+  const before = await durations()
+  const reloadsBefore = await reloads()
   await db.sql`update shell.apps set name = 'Two'`
   let turned = false
   setImmediate(() => {
@@ -104,6 +114,11 @@ t.test('under load, the next request takes a change the listener thread read', a
   while (shellOf(feed)?.app.name !== 'Two' && performance.now() < deadline) await null
   t.equal(shellOf(feed)?.app.name, 'Two', 'the change is served')
   t.equal(turned, false, 'without a turn of the event loop')
+  // The contract's reload metrics count this reload as any other, its read included.
+  t.equal(await reloads(), reloadsBefore + 1, 'one successful reload counted')
+  const after = await durations()
+  t.equal(after.count, before.count + 1, 'its duration observed')
+  t.ok(after.sum > before.sum, 'with a positive duration')
 })
 
 t.test('a listener thread that dies is replaced at once, and a full reload follows', async (t) => {
