@@ -1,5 +1,5 @@
 import { readMetrics, sample } from '../read-metrics.js'
-import type { Scenario } from '../scenario.js'
+import type { Scenario, ScenarioContext } from '../scenario.js'
 
 /** Issue 16: on a token never seen, the service adds at most a quarter to jose's verification. */
 const MIN_RATIO = 0.8
@@ -16,7 +16,8 @@ const CALIBRATION_WORK_US = 10
  */
 export const newToken: Scenario = {
   id: 'new-token',
-  run: async ({ env, compare }) => {
+  run: async (context) => {
+    const { env, compare } = context
     const path = `/api/v1/shell/${env.hotApp}`
     const tokens = await env.newTokenPool()
     const countLookups = async () => {
@@ -35,7 +36,7 @@ export const newToken: Scenario = {
       MIN_RATIO,
     )
     const after = await countLookups()
-    const calibration = await calibrate(compare, env)
+    const calibration = await calibrate(context)
     const misses = after('miss') - before('miss')
     const hits = after('hit') - before('hit')
     const tooManyHits = hits > MAX_HIT_SHARE * (hits + misses)
@@ -64,10 +65,7 @@ export const newToken: Scenario = {
  * w microseconds, ratio(x) ≈ 1 / (1 + x (1/r - 1) / w) gives the work x that
  * still reaches MIN_RATIO.
  */
-async function calibrate(
-  compare: Parameters<Scenario['run']>[0]['compare'],
-  env: Parameters<Scenario['run']>[0]['env'],
-) {
+async function calibrate({ env, compare }: ScenarioContext) {
   const path = `/${env.hotApp}`
   const comparison = await compare(
     {
