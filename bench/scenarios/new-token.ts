@@ -59,9 +59,10 @@ export const newToken: Scenario = {
 /**
  * What the target leaves for the service's own work on this machine: the
  * bare route with a fixed amount of busy work after jose's verification,
- * against jose alone. Under a saturating load every microsecond on the main
- * thread also delays the next verification's dispatch to libuv's pool, so the
- * price of a microsecond differs from machine to machine; with the ratio r of
+ * against jose alone. Under a saturating load a microsecond of work on the
+ * main thread costs more than a microsecond of throughput (about two on a
+ * 2-core VM, where the profiles show the extra in queuing jose's WebCrypto
+ * job), and the price differs from machine to machine; with the ratio r of
  * w microseconds, ratio(x) ≈ 1 / (1 + x (1/r - 1) / w) gives the work x that
  * still reaches MIN_RATIO.
  */
