@@ -8,7 +8,6 @@
  */
 import { type MessagePort, workerData } from 'node:worker_threads'
 import { connectDatabase, type Sql } from '../db/connect.js'
-import postgres from '../db/postgres-driver.js'
 import { readSnapshotRows } from '../db/read-snapshot-rows.js'
 import {
   CHANGE_CHANNEL,
@@ -39,7 +38,7 @@ const PREFETCH_DEADLINE_MS = 2_000
 function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): void {
   const pendingFlag = new Int32Array(pending)
   // Each listening connection, by the id the main thread gave it (undefined while being made).
-  const clients = new Map<number, postgres.Sql | undefined>()
+  const clients = new Map<number, Sql | undefined>()
   // One connection, opened by the first change and closed after a quiet minute, as the pool's.
   let readSql: Sql | undefined
   // The revisions of the snapshot in service; each is read against once (see handleChange).
@@ -59,14 +58,9 @@ function runListenerThread({ port, pending, databaseUrl }: ListenerThreadData): 
     // Taken before the client exists, so that a failure to create it is reported too.
     clients.set(id, undefined)
     try {
-      const client = postgres(url, {
-        max: 1,
-        connect_timeout: 10,
-        // As the pool: no named statements, which a transaction pooler cannot keep.
-        prepare: false,
-        onnotice: () => {},
-        connection: { application_name: 'shell-data-feed' },
-      })
+      // The pool's settings (no named statements, quiet notices, the driver's fixes checked);
+      // postgres.js gives LISTEN a connection of its own that never idles out.
+      const client = connectDatabase(url, { max: 1, applicationName: 'shell-data-feed' })
       clients.set(id, client)
       await client.listen(
         CHANGE_CHANNEL,
