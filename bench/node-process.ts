@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { findFreePort } from '../src/db/embedded.js'
+import { findFreePort } from '../src/embedded/embedded.js'
 import { PACKAGE_ROOT, serviceEnv } from '../test/helpers/service-process.js'
 
 /** The large data set is read and built before /readyz answers. */

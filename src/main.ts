@@ -4,10 +4,10 @@
  * `node dist/main.js` (npm start builds first).
  */
 import pino from 'pino'
-import { loadConfig } from './config.js'
-import { ConfigError } from './config-variables.js'
-import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './db/embedded.js'
+import { loadConfig } from './config/config.js'
+import { ConfigError } from './config/variables.js'
 import { assertDriverFixes, DriverError } from './db/postgres-driver.js'
+import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './embedded/embedded.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>

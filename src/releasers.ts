@@ -1,3 +1,4 @@
+/** The stack of cleanups that service.ts (and the bench, for what it starts) releases in reverse order. */
 import type { Logger } from 'pino'
 
 /**

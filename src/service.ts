@@ -10,16 +10,21 @@ import {
   recordLocalIssuer,
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
-import { type Config, DEFAULT_ROLES_CLAIM, type OidcConfig, splitClaimPath } from './config.js'
+import {
+  type Config,
+  DEFAULT_ROLES_CLAIM,
+  type OidcConfig,
+  splitClaimPath,
+} from './config/config.js'
+import { hostInUrl } from './config/host-address.js'
 import { connectDatabase } from './db/connect.js'
 import { databaseErrorFields } from './db/database-error-fields.js'
-import { findFreePort } from './db/embedded.js'
 import { seedEmptyDatabase } from './db/import-definitions.js'
 import { MigrationError, migrateDatabase } from './db/migrate.js'
-import { LOCAL_DATA_DIR, locateDatabase } from './db/open-database.js'
+import { findFreePort } from './embedded/embedded.js'
+import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { computeBackoffMs } from './feed/backoff.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
-import { hostInUrl } from './host-address.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
 import type { Snapshot } from './snapshot/types.js'

@@ -4,9 +4,9 @@
  * started. Arguments are passed to tap, e.g. `node --import tsx test/run.ts test/db`.
  */
 import { spawn } from 'node:child_process'
-import { EmbeddedPostgresError } from '../src/db/embedded.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import postgres from '../src/db/postgres-driver.js'
+import { EmbeddedPostgresError } from '../src/embedded/embedded.js'
 import { TEMPLATE_DATABASE, withDatabase } from './helpers/database.js'
 import { startTestPostgres } from './helpers/test-postgres.js'
 

@@ -1,4 +1,4 @@
-import type { OidcConfig } from '../config.js'
+import type { OidcConfig } from '../config/config.js'
 import { KeyFetchError } from './errors.js'
 import type { FetchProviderJson } from './provider-fetch.js'
 

@@ -1,6 +1,6 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose'
 import type { Logger } from 'pino'
-import type { OidcConfig } from '../config.js'
+import type { OidcConfig } from '../config/config.js'
 import type { Metrics } from '../metrics.js'
 import { KeyFetchError, summarizeError } from './errors.js'
 import { locateJwks } from './jwks-location.js'

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose'
-import { hostInUrl } from '../host-address.js'
+import { hostInUrl } from '../config/host-address.js'
 
 /** The audience local tokens carry and local mode accepts, as the contract's local mode fixes it. */
 export const LOCAL_AUDIENCE = 'shell-data'

@@ -1,6 +1,6 @@
 import type { JWTPayload } from 'jose'
-import type { ClaimPath } from '../config.js'
-import { textTag } from '../content-tag.js'
+import type { ClaimPath } from '../config/config.js'
+import { textTag } from '../http/content-tag.js'
 
 /** What the request path needs from a verified token, computed once and cached with it. */
 export interface VerifiedCaller {

@@ -1,6 +1,6 @@
 import { errors, type JWTPayload, type JWTVerifyOptions, jwtVerify } from 'jose'
 import type { Logger } from 'pino'
-import type { OidcConfig } from '../config.js'
+import type { OidcConfig } from '../config/config.js'
 import type { Metrics } from '../metrics.js'
 import { AuthError, toAuthError } from './errors.js'
 import { createFailureLog } from './failure-log.js'

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Config } from '../config.js'
+import type { Config } from '../config/config.js'
 
 /** What every command gets from `shell-data`: the checked configuration and a logger on stderr. */
 export interface CommandContext {

@@ -1,6 +1,6 @@
 import { readAppDefinitions } from '../db/app-definitions.js'
+import { APP_KEY_PATTERN } from '../db/vocabulary.js'
 import { toDefinitionsFile } from '../definitions/to-definitions-file.js'
-import { APP_KEY_PATTERN } from '../vocabulary.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 

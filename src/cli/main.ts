@@ -4,8 +4,8 @@
  * its result on stdout, problems on stderr, and exits 1 on failure.
  */
 import pino from 'pino'
-import { type Config, loadConfig } from '../config.js'
-import { ConfigError } from '../config-variables.js'
+import { type Config, loadConfig } from '../config/config.js'
+import { ConfigError } from '../config/variables.js'
 import type { CommandContext } from './command-context.js'
 import { runExport } from './export-command.js'
 import { runImport } from './import-command.js'

@@ -5,7 +5,7 @@ import {
   parseTtl,
   readRecordedLocalIssuer,
 } from '../auth/local-issuer.js'
-import { LOCAL_DATA_DIR } from '../db/open-database.js'
+import { LOCAL_DATA_DIR } from '../embedded/locate-database.js'
 import type { CommandContext } from './command-context.js'
 
 /**

@@ -1,6 +1,6 @@
 import { connectDatabase, type Sql } from '../db/connect.js'
 import { migrateDatabase } from '../db/migrate.js'
-import { locateDatabase } from '../db/open-database.js'
+import { locateDatabase } from '../embedded/locate-database.js'
 import type { CommandContext } from './command-context.js'
 
 /** SQLSTATEs meaning the schema is not there yet: undefined_table, invalid_schema_name. */

@@ -2,6 +2,9 @@ import { planAppChange } from '../definitions/plan-app-change.js'
 import { sortLabels } from '../definitions/sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
 import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
+import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
+import { columnValues, selectColumns } from './select-columns.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
@@ -11,10 +14,7 @@ import {
   mapZones,
   ZONES,
   type Zone,
-} from '../vocabulary.js'
-import type { Sql } from './connect.js'
-import type postgres from './postgres-driver.js'
-import { columnValues, selectColumns } from './select-columns.js'
+} from './vocabulary.js'
 
 type Queryable = postgres.TransactionSql
 

@@ -6,17 +6,17 @@ import type {
   MenuItemRow,
   SnapshotRows,
 } from '../snapshot/types.js'
+import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
+import { selectColumns } from './select-columns.js'
+import { textLiteral } from './text-literal.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
   GRANT_COLUMNS,
   LABEL_COLUMNS,
   MENU_ITEM_COLUMNS,
-} from '../vocabulary.js'
-import type { Sql } from './connect.js'
-import type postgres from './postgres-driver.js'
-import { selectColumns } from './select-columns.js'
-import { textLiteral } from './text-literal.js'
+} from './vocabulary.js'
 
 /** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */
 export type AppRevisions = ReadonlyMap<string, string>

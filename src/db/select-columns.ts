@@ -1,5 +1,5 @@
-import { type ColumnMap, ID_COLUMNS } from '../vocabulary.js'
 import type postgres from './postgres-driver.js'
+import { type ColumnMap, ID_COLUMNS } from './vocabulary.js'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 

@@ -1,4 +1,4 @@
-import { DEFAULT_LOCALE, ZONES } from '../vocabulary.js'
+import { DEFAULT_LOCALE, ZONES } from '../db/vocabulary.js'
 import { formatKey } from './json-path.js'
 import type { DefinitionProblem } from './types.js'
 

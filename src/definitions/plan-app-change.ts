@@ -1,4 +1,4 @@
-import { mapZones } from '../vocabulary.js'
+import { mapZones } from '../db/vocabulary.js'
 import {
   type Describers,
   describeEntryChanges,

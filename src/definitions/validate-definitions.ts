@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../vocabulary.js'
+import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../db/vocabulary.js'
 import { findDuplicateItemIds, findLabelConflicts, readLooseApps } from './find-conflicts.js'
 import { formatKey, pointerToPath } from './json-path.js'
 import { definitionsSchema } from './schema.js'

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isLoopback } from '../host-address.js'
+import { isLoopback } from '../config/host-address.js'
 import { sendProblem } from './problem.js'
 
 /**

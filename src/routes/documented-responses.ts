@@ -1,5 +1,5 @@
+import { LANGUAGE_TAG_PATTERN } from '../db/vocabulary.js'
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
-import { LANGUAGE_TAG_PATTERN } from '../vocabulary.js'
 import { CACHE_CONTROL, VARY_BY_CALLER, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 /**

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
+import { APP_KEY_PATTERN } from '../db/vocabulary.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/stream-response.js'
 import { sendProblem } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { secondsSinceReceived } from '../request-duration-histogram.js'
-import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
 import {
   APP_KEY_PARAMS,

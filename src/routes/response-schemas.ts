@@ -1,5 +1,5 @@
+import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../db/vocabulary.js'
 import { problemSchema } from '../http/problem.js'
-import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../vocabulary.js'
 
 /**
  * Response schemas of the API as the contract fixes them. The 200 bodies are

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import { APP_KEY_PATTERN } from '../db/vocabulary.js'
 import { sendProblem } from '../http/problem.js'
-import { APP_KEY_PATTERN } from '../vocabulary.js'
 import { authenticateThen } from './authenticate.js'
 import {
   APP_KEY_PARAMS,

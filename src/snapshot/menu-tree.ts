@@ -1,4 +1,4 @@
-import { ZONES, type Zone } from '../vocabulary.js'
+import { ZONES, type Zone } from '../db/vocabulary.js'
 import { renderItemOpenJson } from './render.js'
 import type { ItemLabels, MenuItemRow, MenuNode } from './types.js'
 

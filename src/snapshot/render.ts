@@ -1,5 +1,5 @@
-import { contentTag } from '../content-tag.js'
-import { ZONES, type Zone } from '../vocabulary.js'
+import { ZONES, type Zone } from '../db/vocabulary.js'
+import { contentTag } from '../http/content-tag.js'
 import type {
   AppRow,
   BrandingRow,

@@ -1,4 +1,4 @@
-import type { MenuKind, Zone } from '../vocabulary.js'
+import type { MenuKind, Zone } from '../db/vocabulary.js'
 
 /** One row of `shell.apps`, as the loader reads it. */
 export interface AppRow {

@@ -1,5 +1,5 @@
-import { contentTag } from '../content-tag.js'
-import { ZONES } from '../vocabulary.js'
+import { ZONES } from '../db/vocabulary.js'
+import { contentTag } from '../http/content-tag.js'
 import type { MenuTrees, UnreachableItem } from './menu-tree.js'
 import type { AppRow, BrandingRow, ItemLabels, MenuNode } from './types.js'
 

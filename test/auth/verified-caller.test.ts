@@ -1,6 +1,6 @@
 import t from 'tap'
 import { readRoles } from '../../src/auth/verified-caller.js'
-import { splitClaimPath } from '../../src/config.js'
+import { splitClaimPath } from '../../src/config/config.js'
 
 /** The roles claim read from a verified payload: one dot path or several, as Keycloak shapes them. */
 

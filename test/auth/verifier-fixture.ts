@@ -5,7 +5,7 @@ import {
   type TokenVerifier,
   type VerifiedCaller,
 } from '../../src/auth/verify-token.js'
-import type { OidcConfig } from '../../src/config.js'
+import type { OidcConfig } from '../../src/config/config.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
 

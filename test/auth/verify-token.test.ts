@@ -1,6 +1,6 @@
 import t from 'tap'
 import { AuthError } from '../../src/auth/verify-token.js'
-import { contentTag } from '../../src/content-tag.js'
+import { contentTag } from '../../src/http/content-tag.js'
 import type { TokenVerificationResult } from '../../src/metrics.js'
 import type { JwksServer } from '../helpers/jwks-server.js'
 import { authenticated, isServedFromCache, readCount, setUpVerifier } from './verifier-fixture.js'

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { loadConfig } from '../../src/config.js'
-import { CONFIG_VARIABLES, ConfigError } from '../../src/config-variables.js'
-import { isLoopback } from '../../src/host-address.js'
+import { loadConfig } from '../../src/config/config.js'
+import { isLoopback } from '../../src/config/host-address.js'
+import { CONFIG_VARIABLES, ConfigError } from '../../src/config/variables.js'
 
 t.test('defaults give local mode on loopback with the embedded database', async (t) => {
   const config = loadConfig({})

@@ -6,12 +6,12 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { findFreePort } from '../../src/db/embedded.js'
 import postgres, {
   assertDriverFixes,
   DriverError,
   REQUIRED_DRIVER_FIXES,
 } from '../../src/db/postgres-driver.js'
+import { findFreePort } from '../../src/embedded/embedded.js'
 import { copyClone } from '../helpers/clone-copy.js'
 import { runNode } from '../helpers/service-process.js'
 

@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import t from 'tap'
-import { EmbeddedPostgresError } from '../../src/db/embedded.js'
-import { resolvePostgresRuntime } from '../../src/db/postgres-runtime.js'
+import { EmbeddedPostgresError } from '../../src/embedded/embedded.js'
+import { resolvePostgresRuntime } from '../../src/embedded/postgres-runtime.js'
 import {
   initialiseCluster,
   PortTakenError,
   startPostgresServer,
-} from '../../src/db/postgres-server.js'
+} from '../../src/embedded/postgres-server.js'
 
 const logger = pino({ level: 'silent' })
 

@@ -9,7 +9,7 @@ import {
   MENU_KINDS,
   TABLES,
   ZONES,
-} from '../../src/vocabulary.js'
+} from '../../src/db/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)

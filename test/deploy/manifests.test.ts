@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
-import { loadConfig } from '../../src/config.js'
-import { CONFIG_VARIABLES } from '../../src/config-variables.js'
+import { loadConfig } from '../../src/config/config.js'
+import { CONFIG_VARIABLES } from '../../src/config/variables.js'
 import { CONTRACT_PORT } from './contract.js'
 
 /**

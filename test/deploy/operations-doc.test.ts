@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
-import { CONFIG_VARIABLES } from '../../src/config-variables.js'
+import { CONFIG_VARIABLES } from '../../src/config/variables.js'
 import { createMetrics } from '../../src/metrics.js'
 
 /**

@@ -1,7 +1,7 @@
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { CLUSTER_RECORD } from '../../src/db/embedded.js'
+import { CLUSTER_RECORD } from '../../src/embedded/embedded.js'
 import { PACKAGE_ROOT } from './service-process.js'
 
 /** What a fresh clone holds that the service and the CLI read. */

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { CONFIG_VARIABLES } from '../../src/config-variables.js'
+import { CONFIG_VARIABLES } from '../../src/config/variables.js'
 
 const execFileAsync = promisify(execFile)
 

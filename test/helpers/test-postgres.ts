@@ -2,13 +2,13 @@ import { chown, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
-import { findFreePort } from '../../src/db/embedded.js'
-import { resolvePostgresRuntime } from '../../src/db/postgres-runtime.js'
+import { findFreePort } from '../../src/embedded/embedded.js'
+import { resolvePostgresRuntime } from '../../src/embedded/postgres-runtime.js'
 import {
   initialiseCluster,
   type PostgresServer,
   startPostgresServer,
-} from '../../src/db/postgres-server.js'
+} from '../../src/embedded/postgres-server.js'
 
 /** A PostgreSQL server for the whole test run, and how it was found. */
 export interface TestPostgres {

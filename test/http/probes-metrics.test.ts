@@ -1,6 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import t from 'tap'
-import { findFreePort } from '../../src/db/embedded.js'
+import { findFreePort } from '../../src/embedded/embedded.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import {

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { findFreePort } from '../../src/db/embedded.js'
+import { findFreePort } from '../../src/embedded/embedded.js'
 import { httpRequest, openConnection } from '../helpers/http-client.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { contentTag, textTag } from '../../src/content-tag.js'
+import { contentTag, textTag } from '../../src/http/content-tag.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import { createRoleSetKeyFunction } from '../../src/snapshot/role-set.js'
 import type { GrantRow, MenuItemRow, Snapshot, SnapshotRows } from '../../src/snapshot/types.js'

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
-import { ConfigError } from '../config-variables.js'
+import { ConfigError } from '../config/variables.js'
 import { isEmbeddedPostgresInstalled, startEmbeddedDatabase } from './embedded.js'
 
 /** `.data/` at the package root, whether we run from `src/` (tsx) or `dist/`. */

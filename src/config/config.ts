@@ -1,3 +1,4 @@
+import { isLoopback } from './host-address.js'
 import {
   ConfigError,
   type ConfigVariable,
@@ -9,8 +10,7 @@ import {
   readPostgresUrl,
   readString,
   readUrl,
-} from './config-variables.js'
-import { isLoopback } from './host-address.js'
+} from './variables.js'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly LogLevel[] = [
