@@ -29,7 +29,7 @@ import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
 import { sharedSchemas } from './routes/response-schemas.js'
 import { registerShellRoutes } from './routes/shell.js'
-import type { SnapshotSource } from './routes/snapshot-source.js'
+import type { SnapshotSource } from './snapshot/types.js'
 
 export interface AppDeps {
   readonly logger: Logger

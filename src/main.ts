@@ -6,24 +6,14 @@
 import pino from 'pino'
 import { loadConfig } from './config/config.js'
 import { ConfigError } from './config/variables.js'
-import { assertDriverFixes, DriverError } from './db/postgres-driver.js'
-import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './embedded/embedded.js'
+import { EmbeddedPostgresError } from './embedded/embedded.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  // A driver without its fixes would serve until the first lost connection: refuse it now.
-  assertDriverFixes()
-  // Then, in the Docker image, a missing DATABASE_URL is the mistake to name.
-  if (!process.env.DATABASE_URL?.trim() && !isEmbeddedPostgresInstalled()) {
-    throw new ConfigError(
-      'DATABASE_URL',
-      'is required: this installation has no embedded PostgreSQL',
-    )
-  }
   config = loadConfig()
 } catch (error) {
-  if (!(error instanceof ConfigError || error instanceof DriverError)) throw error
+  if (!(error instanceof ConfigError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)
   process.exit(1)
 }

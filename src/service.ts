@@ -17,13 +17,13 @@ import {
   splitClaimPath,
 } from './config/config.js'
 import { hostInUrl } from './config/host-address.js'
+import { computeBackoffMs } from './db/backoff.js'
 import { connectDatabase } from './db/connect.js'
-import { databaseErrorFields } from './db/database-error-fields.js'
+import { databaseErrorFields } from './db/database-errors.js'
 import { seedEmptyDatabase } from './db/import-definitions.js'
 import { MigrationError, migrateDatabase } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
-import { computeBackoffMs } from './feed/backoff.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
@@ -88,7 +88,6 @@ export async function startService(
 
     const feed = createSnapshotFeed({
       sql,
-      databaseUrl: location.url,
       feedUrl: config.feedDatabaseUrl ?? location.url,
       logger,
       metrics,

@@ -1,5 +1,5 @@
 import { connectDatabase } from '../../src/db/connect.js'
-import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import { readAllRows } from '../../src/db/read-snapshot-rows.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import { passOrMiss, type Scenario } from '../scenario.js'
 
@@ -26,7 +26,7 @@ export const snapshot: Scenario = {
     try {
       for (let run = 0; run <= RUNS; run += 1) {
         const startedAt = performance.now()
-        const { rows } = await readSnapshotRows(sql)
+        const { rows } = await readAllRows(sql)
         const readAt = performance.now()
         buildSnapshot(rows)
         if (run === 0) continue

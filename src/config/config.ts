@@ -1,3 +1,4 @@
+import { isEmbeddedPostgresInstalled } from '../embedded/postgres-runtime.js'
 import { isLoopback } from './host-address.js'
 import {
   ConfigError,
@@ -83,6 +84,14 @@ export interface Config {
 
 /** Reads and checks every setting once; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
+  // First: in the Docker image, which has no PostgreSQL binaries, this is the mistake to name.
+  if (databaseUrl === null && !isEmbeddedPostgresInstalled()) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      'is required: this installation has no embedded PostgreSQL',
+    )
+  }
   const issuer = readUrl(env, 'OIDC_ISSUER')
   const host = readString(env, 'HOST') ?? '127.0.0.1'
   const oidc = issuer === null ? null : readOidc(env, issuer)
@@ -92,7 +101,6 @@ export function loadConfig(env: Env = process.env): Config {
       `local mode (OIDC_ISSUER unset) only listens on a loopback address, got "${host}"; set OIDC_ISSUER for a real identity provider`,
     )
   }
-  const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
   const feedDatabaseUrl = readPostgresUrl(env, 'FEED_DATABASE_URL') ?? databaseUrl
   if (feedDatabaseUrl !== null && databaseUrl === null) {
     throw new ConfigError('FEED_DATABASE_URL', 'is set but DATABASE_URL is not')

@@ -1,9 +1,9 @@
 import { planAppChange } from '../definitions/plan-app-change.js'
 import { sortLabels } from '../definitions/sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
-import type { AppRow, BrandingRow, MenuItemRow } from '../snapshot/types.js'
 import type { Sql } from './connect.js'
 import type postgres from './postgres-driver.js'
+import type { AppRow, BrandingRow, MenuItemRow } from './read-snapshot-rows.js'
 import { columnValues, selectColumns } from './select-columns.js'
 import {
   APP_COLUMNS,

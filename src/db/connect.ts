@@ -1,4 +1,5 @@
-import postgres, { assertDriverFixes } from './postgres-driver.js'
+import { computeBackoffMs } from './backoff.js'
+import postgres from './postgres-driver.js'
 
 export type Sql = postgres.Sql
 
@@ -7,17 +8,29 @@ export interface ConnectOptions {
   readonly max?: number
   /** Shown in pg_stat_activity, so an operator can tell the service's connections apart. */
   readonly applicationName?: string
+  /**
+   * For a connection that holds LISTEN: it is never closed for being idle
+   * or old, hears every notification, and says when it is lost.
+   */
+  readonly listening?: {
+    onNotify(channel: string, payload: string): void
+    onClose(): void
+  }
 }
 
 /** A postgres.js pool with the service's settings: quiet notices, bigint ids kept as strings. */
 export function connectDatabase(url: string, options: ConnectOptions = {}): Sql {
-  assertDriverFixes()
+  const { listening } = options
   return postgres(url, {
     max: options.max ?? 4,
-    // Idle connections are closed so that a replica does not hold slots it rarely uses.
-    idle_timeout: 60,
+    ...(listening === undefined
+      ? // Idle connections are closed so that a replica does not hold slots it rarely uses.
+        { idle_timeout: 60 }
+      : { max_lifetime: null, onnotify: listening.onNotify, onclose: listening.onClose }),
     // Fail fast when the database is unreachable; callers retry with backoff.
     connect_timeout: 10,
+    // The driver's own wait before reconnecting grows to 20 s; the service's is capped at 1 s.
+    backoff: (attempt) => computeBackoffMs(attempt) / 1000,
     // No named prepared statements: behind a transaction pooler (PgBouncer in
     // transaction mode) each transaction may get another server connection,
     // where a statement prepared on the last one does not exist. Reloads are

@@ -1,157 +1,175 @@
-import type {
-  AppRow,
-  BrandingRow,
-  GrantRow,
-  LabelRow,
-  MenuItemRow,
-  SnapshotRows,
-} from '../snapshot/types.js'
 import type { Sql } from './connect.js'
-import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
-import { textLiteral } from './text-literal.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
   GRANT_COLUMNS,
   LABEL_COLUMNS,
   MENU_ITEM_COLUMNS,
+  type MenuKind,
+  type Zone,
 } from './vocabulary.js'
 
-/** Each app's revision (sql/002_app_revisions.sql), as a decimal string. */
-export type AppRevisions = ReadonlyMap<string, string>
+/** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
+export interface AppRow {
+  readonly appKey: string
+  readonly name: string
+  readonly description: string | null
+  readonly homeUrl: string | null
+  /** The language of `menu_items.label`; a language tag. */
+  readonly defaultLocale: string
+  /** Moves with every committed change of the app; null for an app written around the triggers. */
+  readonly revision: string | null
+}
 
+/** One row of `shell.branding`. */
+export interface BrandingRow {
+  readonly appKey: string
+  readonly productName: string | null
+  readonly logoUrl: string | null
+  readonly faviconUrl: string | null
+  readonly primaryColor: string | null
+  readonly accentColor: string | null
+  readonly footerText: string | null
+  /** Parsed jsonb; any JSON value the database holds. */
+  readonly theme: unknown
+}
+
+/** One row of `shell.menu_items`. Ids are bigint in the database, carried as decimal strings. */
+export interface MenuItemRow {
+  readonly id: string
+  readonly appKey: string
+  readonly itemKey: string
+  readonly zone: Zone
+  readonly parentId: string | null
+  readonly position: number
+  readonly kind: MenuKind
+  readonly label: string
+  readonly icon: string | null
+  readonly href: string | null
+  readonly external: boolean
+}
+
+/** One row of `shell.menu_role_grants`. */
+export interface GrantRow {
+  readonly menuItemId: string
+  readonly role: string
+}
+
+/** One row of `shell.menu_item_labels`. */
+export interface LabelRow {
+  readonly menuItemId: string
+  readonly locale: string
+  readonly label: string
+}
+
+/** The rows of some apps (or all), as one consistent state of the database. */
+export interface SnapshotRows {
+  readonly apps: readonly AppRow[]
+  readonly branding: readonly BrandingRow[]
+  readonly menuItems: readonly MenuItemRow[]
+  readonly grants: readonly GrantRow[]
+  readonly labels: readonly LabelRow[]
+}
+
+/** One read of the database, and where the next one starts. */
 export interface SnapshotRead {
-  /** The rows of the apps read: every app on a full read, else the moved ones only. */
   readonly rows: SnapshotRows
-  readonly revisions: AppRevisions
-  /** Apps whose revision equals the one known before: none of their rows were read. */
-  readonly unchangedApps: ReadonlySet<string>
+  /** True when `rows` hold every app: an app they lack is gone. Else they hold the apps changed since the last read. */
+  readonly complete: boolean
+  /** Apps deleted since the last read (on an incremental read; a complete one lacks them). */
+  readonly removedApps: readonly string[]
+  /** Changes since this read are by transactions at or above this id (xid8, as text): see sql/005_change_xids.sql. */
+  readonly watermark: string
 }
 
 /**
- * Reads one consistent state of the database: never a partial snapshot, even
- * while an import commits in the middle of the read. Given the revisions of
- * the snapshot in service, only the apps whose revision moved are read whole,
- * in a single statement (one round trip: a reload under load waits for the
- * event loop once per round trip); without them (the first load, after a
- * reconnect) everything is, in one read-only REPEATABLE READ transaction.
+ * Everything, in one read-only REPEATABLE READ transaction, so the rows are
+ * one state of the database even while an import commits during the read.
+ * Its statements are pipelined on the transaction's connection.
  */
-export async function readSnapshotRows(sql: Sql, known?: AppRevisions): Promise<SnapshotRead> {
-  return known === undefined ? readEverything(sql) : readChangedApps(sql, known)
-}
-
-type AppRowWithRevision = AppRow & { revision: string | null }
-
-async function readEverything(sql: Sql): Promise<SnapshotRead> {
+export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const appRows = await tx<AppRowWithRevision[]>`
-      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
-      from shell.apps a left join shell.app_revisions r using (app_key)`
-    const [branding, menuItems, grants, labels] = await readAllAppRows(tx)
-    return {
-      rows: { apps: appRows.map(withoutRevision), branding, menuItems, grants, labels },
-      revisions: revisionsOf(appRows),
-      unchangedApps: new Set<string>(),
-    }
+    const [[mark], apps, branding, menuItems, grants, labels] = await Promise.all([
+      tx<{ watermark: string }[]>`
+        select pg_snapshot_xmin(pg_current_snapshot())::text as watermark`,
+      tx<AppRow[]>`
+        select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
+        from shell.apps a left join shell.app_revisions r using (app_key)`,
+      tx<BrandingRow[]>`select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding`,
+      tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
+      tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
+      tx<LabelRow[]>`select ${selectColumns(tx, LABEL_COLUMNS)} from shell.menu_item_labels`,
+    ])
+    if (mark === undefined) throw new Error('the read returned no watermark')
+    const rows = { apps, branding, menuItems, grants, labels }
+    return { rows, complete: true, removedApps: [], watermark: mark.watermark }
   })
 }
 
 /**
- * The apps whose revision is not the one known (added, removed, changed, or
- * without a revision), and the rows of those still there, as JSON arrays from
- * one statement: a single statement sees one snapshot of the database, so no
- * transaction is needed. Only the differences come back, not every app's
- * revision: the database does the comparison, and a reload under load pays
- * for a few rows rather than a thousand. The known revisions are written
- * into the statement (textLiteral), so that it has no parameters and goes
- * out in one flight: a reload under load costs one turn of the event loop
- * less.
+ * The apps changed since `watermark` (an earlier read's), whole, in one
+ * statement: one statement sees one state of the database, so no
+ * transaction is needed, and the database picks the apps, so the read costs
+ * what the change costs whatever the number of apps. An app changed by a
+ * transaction that was still running at the earlier read may come again
+ * unchanged; its revision tells.
  */
-async function readChangedApps(sql: Sql, known: AppRevisions): Promise<SnapshotRead> {
-  const [result] = await sql<
-    {
-      /** [app key, its revision now (null: none, or removed), removed] */
-      changes: [string, string | null, boolean][]
-      apps: AppRow[]
-      branding: BrandingRow[]
-      menuItems: MenuItemRow[]
-      grants: GrantRow[]
-      labels: LabelRow[]
-    }[]
-  >`
-    with known as (
-      select key as app_key, value::bigint as revision
-      from jsonb_each_text(${textLiteral(sql, JSON.stringify(Object.fromEntries(known)))}::jsonb)
-    ), current_revisions as (
-      select a.app_key, r.revision::text as revision
-      from shell.apps a left join shell.app_revisions r using (app_key)
-    ), changes as (
-      select app_key, c.revision, c.app_key is null as removed
-      from current_revisions c full join known k using (app_key)
-      where c.app_key is null or c.revision is null or k.revision::text is distinct from c.revision
-    ), changed as (
-      -- Used as = any(array(…)): a small array computed first, then index look-ups (by
-      -- app_key, by item id), rather than joins the planner would make scan whole tables.
-      select app_key from changes where not removed
+export async function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
+  const [result] = await sql<(SnapshotRows & { watermark: string; removedApps: string[] })[]>`
+    with moved as (
+      select r.app_key, a.app_key is null as removed
+      from shell.app_revisions r left join shell.apps a using (app_key)
+      where r.changed_xid >= ${watermark}::xid8
     ), changed_items as (
-      select id from shell.menu_items where app_key = any(array(select app_key from changed))
+      -- = any(array(…)): a small array first, then index look-ups, not scans of whole tables.
+      select id from shell.menu_items
+      where app_key = any(array(select app_key from moved where not removed))
     )
     select
-      (select coalesce(json_agg(json_build_array(app_key, revision, removed)), '[]') from changes)
-        as changes,
+      pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+      (select coalesce(json_agg(app_key), '[]') from moved where removed) as "removedApps",
       (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, APP_COLUMNS, 'a')} from shell.apps a
-        where a.app_key = any(array(select app_key from changed))) t) as apps,
+        select ${selectColumns(sql, APP_COLUMNS, 'a')}, r.revision::text as revision
+        from shell.apps a join shell.app_revisions r using (app_key)
+        where a.app_key = any(array(select app_key from moved where not removed))) t) as apps,
       (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, BRANDING_COLUMNS, 'b')} from shell.branding b
-        where b.app_key = any(array(select app_key from changed))) t) as branding,
+        select ${selectColumns(sql, BRANDING_COLUMNS)} from shell.branding
+        where app_key = any(array(select app_key from moved where not removed))) t) as branding,
       (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')} from shell.menu_items m
-        where m.app_key = any(array(select app_key from changed))) t) as "menuItems",
+        select ${selectColumns(sql, MENU_ITEM_COLUMNS)} from shell.menu_items
+        where id = any(array(select id from changed_items))) t) as "menuItems",
       (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, GRANT_COLUMNS, 'g')}
-        from shell.menu_role_grants g
-        where g.menu_item_id = any(array(select id from changed_items))) t) as grants,
+        select ${selectColumns(sql, GRANT_COLUMNS)} from shell.menu_role_grants
+        where menu_item_id = any(array(select id from changed_items))) t) as grants,
       (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, LABEL_COLUMNS, 'l')}
-        from shell.menu_item_labels l
-        where l.menu_item_id = any(array(select id from changed_items))) t) as labels`
-  if (result === undefined) throw new Error('the reload statement returned no row')
-  const { apps, branding, menuItems, grants, labels } = result
-  const revisions = new Map(known)
-  const changedApps = new Set<string>()
-  for (const [appKey, revision, removed] of result.changes) {
-    changedApps.add(appKey)
-    // Removed, or written around the triggers (no revision: always read whole).
-    if (removed || revision === null) revisions.delete(appKey)
-    else revisions.set(appKey, revision)
-  }
-  const unchangedApps = new Set<string>()
-  for (const appKey of known.keys()) if (!changedApps.has(appKey)) unchangedApps.add(appKey)
-  return { rows: { apps, branding, menuItems, grants, labels }, revisions, unchangedApps }
+        select ${selectColumns(sql, LABEL_COLUMNS)} from shell.menu_item_labels
+        where menu_item_id = any(array(select id from changed_items))) t) as labels`
+  if (result === undefined) throw new Error('the read returned no row')
+  const { apps, branding, menuItems, grants, labels, removedApps } = result
+  const rows = { apps, branding, menuItems, grants, labels }
+  return { rows, complete: false, removedApps, watermark: result.watermark }
 }
 
-/** Each app's revision; an app without one (written around the triggers) is always read whole. */
-function revisionsOf(apps: readonly AppRowWithRevision[]): Map<string, string> {
-  const revisions = new Map<string, string>()
-  for (const { appKey, revision } of apps) if (revision !== null) revisions.set(appKey, revision)
-  return revisions
+/** Each app changed since `watermark`, with its revision (null: deleted), and the new watermark. */
+export interface RevisionCheck {
+  readonly revisions: ReadonlyMap<string, string | null>
+  readonly watermark: string
 }
 
-function withoutRevision({ revision: _revision, ...app }: AppRowWithRevision): AppRow {
-  return app
-}
-
-type AppRowSets = [BrandingRow[], MenuItemRow[], GrantRow[], LabelRow[]]
-
-// Pipelined on the transaction's one connection: the reads cost about one round trip.
-
-async function readAllAppRows(tx: postgres.TransactionSql): Promise<AppRowSets> {
-  return Promise.all([
-    tx<BrandingRow[]>`select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding`,
-    tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
-    tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
-    tx<LabelRow[]>`select ${selectColumns(tx, LABEL_COLUMNS)} from shell.menu_item_labels`,
-  ])
+/** What a read since `watermark` would find, without its rows: one small row per changed app. */
+export async function readRevisionsChangedSince(
+  sql: Sql,
+  watermark: string,
+): Promise<RevisionCheck> {
+  const rows = await sql<{ appKey: string | null; revision: string | null; watermark: string }[]>`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as watermark, moved.*
+    from (select 1) as one left join (
+      select r.app_key as "appKey", case when a.app_key is null then null else r.revision::text end as revision
+      from shell.app_revisions r left join shell.apps a using (app_key)
+      where r.changed_xid >= ${watermark}::xid8
+    ) as moved on true`
+  const revisions = new Map<string, string | null>()
+  for (const row of rows) if (row.appKey !== null) revisions.set(row.appKey, row.revision)
+  return { revisions, watermark: rows[0]?.watermark ?? watermark }
 }

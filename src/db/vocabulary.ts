@@ -91,3 +91,23 @@ export const TABLES = {
   menu_role_grants: GRANT_COLUMNS,
   menu_item_labels: LABEL_COLUMNS,
 } as const satisfies Record<string, ColumnMap>
+
+/**
+ * The one order of keys, roles and language tags: UTF-16 code units, the same
+ * on every instance whatever its locale, as `collate "C"` sorts them in SQL.
+ */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** Entries of a record or map in code-unit order of their keys. */
+export function sortedEntries<T>(entries: Iterable<readonly [string, T]>): [string, T][] {
+  return [...entries]
+    .map(([key, value]): [string, T] => [key, value])
+    .sort(([a], [b]) => compareCodeUnits(a, b))
+}
+
+/** True when both lists hold the same items in the same order. */
+export function haveSameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((item, index) => item === b[index])
+}

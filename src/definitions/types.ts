@@ -1,5 +1,5 @@
+import type { BrandingRow } from '../db/read-snapshot-rows.js'
 import type { MenuKind, Zone } from '../db/vocabulary.js'
-import type { BrandingRow } from '../snapshot/types.js'
 
 /**
  * One app as the import command applies it and the export command prints it,

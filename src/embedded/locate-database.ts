@@ -1,7 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
-import { ConfigError } from '../config/variables.js'
-import { isEmbeddedPostgresInstalled, startEmbeddedDatabase } from './embedded.js'
+import { startEmbeddedDatabase } from './embedded.js'
 
 /** `.data/` at the package root, whether we run from `src/` (tsx) or `dist/`. */
 export const LOCAL_DATA_DIR = fileURLToPath(new URL('../../.data/', import.meta.url))
@@ -20,13 +19,6 @@ export async function locateDatabase(
   logger: Logger,
 ): Promise<DatabaseLocation> {
   if (databaseUrl !== null) return { url: databaseUrl, embedded: false, stop: async () => {} }
-  // A production install (npm ci --omit=dev, as in the Docker image) has no PostgreSQL binaries.
-  if (!isEmbeddedPostgresInstalled()) {
-    throw new ConfigError(
-      'DATABASE_URL',
-      'is required: this installation has no embedded PostgreSQL',
-    )
-  }
   const server = await startEmbeddedDatabase({ dataDir: LOCAL_DATA_DIR, logger })
   return { url: server.url, embedded: true, stop: () => server.stop() }
 }

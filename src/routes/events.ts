@@ -6,6 +6,7 @@ import { EVENT_STREAM_CONTENT_TYPE } from '../events/stream-response.js'
 import { sendProblem } from '../http/problem.js'
 import type { Metrics } from '../metrics.js'
 import { secondsSinceReceived } from '../request-duration-histogram.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { authenticateThen } from './authenticate.js'
 import {
   APP_KEY_PARAMS,
@@ -21,7 +22,6 @@ import {
   RETRY_AFTER_HEADERS,
   textResponse,
 } from './documented-responses.js'
-import type { SnapshotSource } from './snapshot-source.js'
 import { sendNotReady, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
 
 const APP_KEY = new RegExp(APP_KEY_PATTERN)

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
 import { problemSchema, sendProblem } from '../http/problem.js'
-import type { SnapshotSource } from './snapshot-source.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { sendNotReady } from './tagged-response.js'
 
 /**

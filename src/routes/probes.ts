@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { NO_TOKEN } from './documented-requests.js'
 import { jsonResponse, OTHER_ERRORS } from './documented-responses.js'
-import type { SnapshotSource } from './snapshot-source.js'
 
 /**
  * `/healthz`: the process serves. `/readyz`: a snapshot is loaded and the

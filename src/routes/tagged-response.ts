@@ -8,7 +8,7 @@ import {
   type RequestDurationHistogram,
   secondsSinceReceived,
 } from '../request-duration-histogram.js'
-import type { SnapshotSource } from './snapshot-source.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
 export const CACHE_CONTROL = 'private, no-cache'

@@ -1,3 +1,12 @@
+import type {
+  AppRow,
+  BrandingRow,
+  LabelRow,
+  MenuItemRow,
+  SnapshotRead,
+  SnapshotRows,
+} from '../db/read-snapshot-rows.js'
+import { compareCodeUnits } from '../db/vocabulary.js'
 import { type AppLocales, createAppView } from './app-view.js'
 import { buildMenuTrees } from './menu-tree.js'
 import {
@@ -7,17 +16,7 @@ import {
   renderInventoryEntryJson,
   renderShellHead,
 } from './render.js'
-import type {
-  AppRow,
-  AppView,
-  BrandingRow,
-  ItemLabels,
-  LabelRow,
-  MenuItemRow,
-  RenderedBody,
-  Snapshot,
-  SnapshotRows,
-} from './types.js'
+import type { AppView, ItemLabels, Snapshot } from './types.js'
 import { createVariantCache, type VariantCache } from './variant-cache.js'
 import { computeAppHash, computeSnapshotVersion } from './version.js'
 
@@ -28,10 +27,16 @@ export interface BuildSnapshotOptions {
   readonly variantCacheMaxEntries?: number
   /** Most bytes of variant tails (plus a fixed overhead each) kept across all apps. */
   readonly variantCacheMaxBytes?: number
-  /** The snapshot in service, whose built apps (and memoized variants) may be reused. */
+  /** The snapshot in service: its apps (and memoized variants) are kept where nothing moved. */
   readonly previous?: Snapshot
-  /** Apps known unchanged since `previous` (their revision did not move); their rows may be absent. */
-  readonly unchangedApps?: ReadonlySet<string>
+  /**
+   * False when the rows hold only the apps changed since `previous` (an
+   * incremental read): the other apps are taken over as they are. True, the
+   * default: the rows hold every app, and each is built again.
+   */
+  readonly complete?: boolean
+  /** Apps deleted since `previous` (incremental reads). */
+  readonly removedApps?: readonly string[]
 }
 
 /** What a snapshot keeps of each app, so that the next build can take it over as it is. */
@@ -40,17 +45,16 @@ interface BuiltApp {
   /** The app's entry in the inventory. */
   readonly inventoryJson: string
   readonly hash: string
+  /** The revision its rows were read at: an incremental read at the same revision changes nothing. */
+  readonly revision: string | null
 }
 
 interface SnapshotInternals {
   readonly apps: ReadonlyMap<string, BuiltApp>
   readonly variants: VariantCache
-  /** The inventory's entries, in order, as rendered into `appsInventory`. */
-  readonly inventoryEntries: readonly string[]
-  readonly appsInventory: RenderedBody
 }
 
-/** Per snapshot, out of its public face: only the next build reads it. */
+/** Per snapshot, out of its public face: only the next build (and the feed's check) reads it. */
 const internalsOf = new WeakMap<Snapshot, SnapshotInternals>()
 
 /** Role sets per app are few in practice; this bounds a flood of unusual ones. */
@@ -59,100 +63,118 @@ const DEFAULT_VARIANT_CACHE_MAX_ENTRIES = 10_000
 const DEFAULT_VARIANT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 
 /**
- * Turns one consistent read of the database into an immutable snapshot:
- * every app's head, menu trees and role set are prepared here, the apps
- * inventory is rendered, and response variants are rendered on demand and
- * memoized. Apps known unchanged since the previous snapshot are taken over
- * from it whole, so a reload after a change to one app builds one app.
- * Rows that the database's constraints forbid (orphans, cycles) are left out
- * instead of failing the reload.
+ * Turns a read of the database into an immutable snapshot: every app's head,
+ * menu trees and role set are prepared here, the apps inventory is rendered,
+ * and response variants are rendered on demand and memoized.
+ *
+ * Given the snapshot in service, a build costs what changed: apps that did
+ * not move are taken over whole (their views, so their memoized variants and
+ * the event streams on them, stay as they are); an app built again to the
+ * same content keeps its view too; and when nothing changed at all, the
+ * snapshot in service itself is returned. Rows that the database's
+ * constraints forbid (orphans, cycles) are left out instead of failing.
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
-  const appRows = new Map<string, AppRow>()
-  for (const app of rows.apps) appRows.set(app.appKey, app)
-  const previous = options.previous === undefined ? undefined : internalsOf.get(options.previous)
-  // The apps are those read and those taken over unchanged, whose rows need not be read.
-  const appKeys = [...appRows.keys()]
-  for (const appKey of options.unchangedApps ?? []) {
-    if (!appRows.has(appKey) && previous?.apps.has(appKey)) appKeys.push(appKey)
-  }
-  appKeys.sort(compareCodeUnits)
-
-  const brandingByApp = new Map<string, BrandingRow>()
-  for (const branding of rows.branding) brandingByApp.set(branding.appKey, branding)
-  const itemsByApp = groupItemsByApp(rows.menuItems)
-  const grantsByItemId = groupGrantsByItem(rows)
-  const labelRowsByItemId = groupLabelsByItem(rows.labels)
-
-  // One variant cache for the life of the feed: reused apps keep their warm variants, and
+  const previousSnapshot = options.previous
+  const previous = previousSnapshot === undefined ? undefined : internalsOf.get(previousSnapshot)
+  const complete = options.complete ?? true
+  const apps = new Map<string, BuiltApp>(complete ? [] : previous?.apps)
+  // One variant cache for the life of the feed: kept apps keep their warm variants, and
   // keys carry the app's content hash, so a changed app's old variants are never served.
-  const variants: VariantCache =
+  const variants =
     previous?.variants ??
     createVariantCache({
       maxEntries: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
       maxBytes: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
     })
 
-  const builtApps = new Map<string, BuiltApp>()
-  for (const appKey of appKeys) {
-    const reusable = options.unchangedApps?.has(appKey) ? previous?.apps.get(appKey) : undefined
-    const app = appRows.get(appKey)
-    if (reusable !== undefined || app === undefined) {
-      if (reusable !== undefined) builtApps.set(appKey, reusable)
-      continue
-    }
-    const branding = brandingByApp.get(appKey)
-    const items = itemsByApp.get(appKey) ?? []
-    const { appLocales, labelsByItemId } = collectLabels(app, items, labelRowsByItemId)
-    const menus = buildMenuTrees(items, grantsByItemId, labelsByItemId)
-    const appJson = renderAppJson(app)
-    const head = renderShellHead(appJson, renderBrandingJson(app, branding))
-    const hash = computeAppHash({ app, branding, menus })
-    const prefix = variantKeyPrefix(appKey, hash)
-    const view = createAppView(appKey, head, menus, appLocales, variants, prefix)
-    const inventoryJson = renderInventoryEntryJson(appJson, view.defaultLocale, view.locales)
-    builtApps.set(appKey, { view, inventoryJson, hash })
+  // The apps whose view may differ from the one in service.
+  const touched = new Set<string>(complete ? previous?.apps.keys() : options.removedApps)
+  for (const appKey of options.removedApps ?? []) apps.delete(appKey)
+  for (const appRows of groupRowsByApp(rows)) {
+    const { appKey, revision } = appRows.app
+    const before = previous?.apps.get(appKey)
+    if (!complete && revision !== null && before?.revision === revision) continue
+    const built = buildApp(appRows, variants)
+    // The same content read again (after a reconnect, say): the view in service stays.
+    apps.set(appKey, before?.hash === built.hash ? { ...before, revision } : built)
+    touched.add(appKey)
   }
 
-  if (previous !== undefined) dropStaleVariants(variants, previous.apps, builtApps)
+  const changed = [...touched].filter(
+    (appKey) => apps.get(appKey)?.view !== previous?.apps.get(appKey)?.view,
+  )
+  if (previousSnapshot !== undefined && changed.length === 0) return previousSnapshot
+  for (const appKey of changed) {
+    const before = previous?.apps.get(appKey)
+    // Content that no snapshot has any more: no request will ask for its variants again.
+    if (before !== undefined) variants.dropPrefix(variantKeyPrefix(appKey, before.hash))
+  }
 
-  const built = [...builtApps.values()]
-  const inventoryEntries = built.map((entry) => entry.inventoryJson)
-  // Most reloads change menus, not the inventory: its bytes and tag are then kept as they were.
+  const sameApps =
+    previousSnapshot !== undefined &&
+    apps.size === previousSnapshot.appKeys.length &&
+    changed.every((appKey) => apps.has(appKey) && previous?.apps.has(appKey))
+  const appKeys = sameApps
+    ? previousSnapshot.appKeys
+    : Object.freeze([...apps.keys()].sort(compareCodeUnits))
+  // Most changes are to menus, not to what the inventory lists: its bytes and tag then stay.
   const appsInventory =
-    previous !== undefined && haveSameItems(previous.inventoryEntries, inventoryEntries)
-      ? previous.appsInventory
-      : renderAppsInventory(inventoryEntries)
+    sameApps &&
+    changed.every(
+      (appKey) => apps.get(appKey)?.inventoryJson === previous?.apps.get(appKey)?.inventoryJson,
+    )
+      ? previousSnapshot.appsInventory
+      : renderAppsInventory(appKeys.map((appKey) => apps.get(appKey)?.inventoryJson ?? ''))
+  // Over every app: computed when first asked for (/readyz), not on every reload.
+  let version: string | undefined
   const snapshot: Snapshot = Object.freeze({
-    version: computeSnapshotVersion(built.map((entry) => entry.hash)),
+    get version() {
+      version ??= computeSnapshotVersion(appKeys.map((appKey) => apps.get(appKey)?.hash ?? ''))
+      return version
+    },
     // A copy, so that the caller's Date object cannot move this snapshot's time.
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
-    appKeys: Object.freeze(appKeys),
+    appKeys,
     appsInventory,
-    app: (appKey: string) => builtApps.get(appKey)?.view,
+    app: (appKey: string) => apps.get(appKey)?.view,
   })
-  internalsOf.set(snapshot, { apps: builtApps, variants, inventoryEntries, appsInventory })
+  internalsOf.set(snapshot, { apps, variants })
   return snapshot
 }
 
-/**
- * Drops the variants of app contents the new snapshot no longer has (an app
- * changed or removed): no request will ask for them again, and left to the
- * LRU they would fill it, one set of role-set variants per change, before
- * anything pushed them out.
- */
-function dropStaleVariants(
-  variants: VariantCache,
-  before: ReadonlyMap<string, BuiltApp>,
-  after: ReadonlyMap<string, BuiltApp>,
-): void {
-  for (const [appKey, { hash }] of before) {
-    if (after.get(appKey)?.hash !== hash) variants.dropPrefix(variantKeyPrefix(appKey, hash))
-  }
+/** The snapshot a read of the database gives on top of the one in service. */
+export function buildFromRead(read: SnapshotRead, previous: Snapshot | undefined): Snapshot {
+  const { complete, removedApps } = read
+  return buildSnapshot(read.rows, { complete, removedApps, ...(previous && { previous }) })
 }
 
-function haveSameItems(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index])
+/** The revision the snapshot's app was read at; undefined when the snapshot has no such app. */
+export function revisionInSnapshot(snapshot: Snapshot, appKey: string): string | null | undefined {
+  return internalsOf.get(snapshot)?.apps.get(appKey)?.revision
+}
+
+/** One app's rows. */
+interface AppRows {
+  readonly app: AppRow
+  readonly branding: BrandingRow | undefined
+  readonly items: MenuItemRow[]
+  /** Each item's granted roles, distinct and sorted, so that equal grants serialize equally. */
+  readonly grantsByItemId: Map<string, string[]>
+  readonly labelsByItemId: Map<string, LabelRow[]>
+}
+
+function buildApp(appRows: AppRows, variants: VariantCache): BuiltApp {
+  const { app, branding, items, grantsByItemId } = appRows
+  const { appLocales, labelsByItemId } = collectLabels(appRows)
+  const menus = buildMenuTrees(items, grantsByItemId, labelsByItemId)
+  const appJson = renderAppJson(app)
+  const head = renderShellHead(appJson, renderBrandingJson(app, branding))
+  const hash = computeAppHash({ app, branding, menus })
+  const prefix = variantKeyPrefix(app.appKey, hash)
+  const view = createAppView(app.appKey, head, menus, appLocales, variants, prefix)
+  const inventoryJson = renderInventoryEntryJson(appJson, view.defaultLocale, view.locales)
+  return { view, inventoryJson, hash, revision: app.revision }
 }
 
 /** App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely. */
@@ -160,38 +182,43 @@ function variantKeyPrefix(appKey: string, hash: string): string {
   return `${appKey}\0${hash}\0`
 }
 
-function groupItemsByApp(items: readonly MenuItemRow[]): Map<string, MenuItemRow[]> {
-  const itemsByApp = new Map<string, MenuItemRow[]>()
-  for (const item of items) {
-    const appItems = itemsByApp.get(item.appKey)
-    if (appItems === undefined) itemsByApp.set(item.appKey, [item])
-    else appItems.push(item)
+/** The rows of each app read, in the order the apps were read. */
+function groupRowsByApp(rows: SnapshotRows): AppRows[] {
+  const byApp = new Map<string, AppRows>()
+  for (const app of rows.apps) {
+    byApp.set(app.appKey, {
+      app,
+      branding: undefined,
+      items: [],
+      grantsByItemId: new Map(),
+      labelsByItemId: new Map(),
+    })
   }
-  return itemsByApp
-}
-
-/** Each item's granted roles, distinct and sorted, so that equal grants serialize equally. */
-function groupGrantsByItem(rows: SnapshotRows): Map<string, readonly string[]> {
-  const grantsByItemId = new Map<string, string[]>()
-  for (const grant of rows.grants) {
-    const roles = grantsByItemId.get(grant.menuItemId)
-    if (roles === undefined) grantsByItemId.set(grant.menuItemId, [grant.role])
-    else roles.push(grant.role)
+  for (const branding of rows.branding) {
+    const appRows = byApp.get(branding.appKey)
+    if (appRows !== undefined) byApp.set(branding.appKey, { ...appRows, branding })
   }
-  for (const [itemId, roles] of grantsByItemId) {
-    if (roles.length > 1) grantsByItemId.set(itemId, [...new Set(roles.sort(compareCodeUnits))])
+  const appOfItem = new Map<string, AppRows>()
+  for (const item of rows.menuItems) {
+    const appRows = byApp.get(item.appKey)
+    if (appRows === undefined) continue
+    appRows.items.push(item)
+    appOfItem.set(item.id, appRows)
   }
-  return grantsByItemId
-}
-
-function groupLabelsByItem(labels: readonly LabelRow[]): Map<string, LabelRow[]> {
-  const labelsByItemId = new Map<string, LabelRow[]>()
-  for (const label of labels) {
-    const itemLabels = labelsByItemId.get(label.menuItemId)
-    if (itemLabels === undefined) labelsByItemId.set(label.menuItemId, [label])
-    else itemLabels.push(label)
+  for (const { menuItemId, role } of rows.grants) {
+    const grants = appOfItem.get(menuItemId)?.grantsByItemId
+    grants?.set(menuItemId, [...(grants.get(menuItemId) ?? []), role])
   }
-  return labelsByItemId
+  for (const label of rows.labels) {
+    const labels = appOfItem.get(label.menuItemId)?.labelsByItemId
+    labels?.set(label.menuItemId, [...(labels.get(label.menuItemId) ?? []), label])
+  }
+  for (const { grantsByItemId } of byApp.values()) {
+    for (const [itemId, roles] of grantsByItemId) {
+      grantsByItemId.set(itemId, [...new Set(roles)].sort(compareCodeUnits))
+    }
+  }
+  return [...byApp.values()]
 }
 
 /**
@@ -201,16 +228,15 @@ function groupLabelsByItem(labels: readonly LabelRow[]): Map<string, LabelRow[]>
  * code-unit order, so every instance agrees. Labels in the default locale
  * are left out: that language's label is `menu_items.label`.
  */
-function collectLabels(
-  app: AppRow,
-  items: readonly MenuItemRow[],
-  labelRowsByItemId: ReadonlyMap<string, readonly LabelRow[]>,
-): { appLocales: AppLocales; labelsByItemId: Map<string, ItemLabels> } {
+function collectLabels({ app, items, labelsByItemId: rowsByItemId }: AppRows): {
+  appLocales: AppLocales
+  labelsByItemId: Map<string, ItemLabels>
+} {
   const defaultLowercase = app.defaultLocale.toLowerCase()
   const byLowercase = new Map<string, string>([[defaultLowercase, app.defaultLocale]])
   const labelsByItemId = new Map<string, ItemLabels>()
   for (const item of items) {
-    const rows = labelRowsByItemId.get(item.id)
+    const rows = rowsByItemId.get(item.id)
     if (rows === undefined) continue
     const labels = new Map<string, string>()
     for (const { locale, label } of rows) {
@@ -223,9 +249,4 @@ function collectLabels(
     if (labels.size > 0) labelsByItemId.set(item.id, labels)
   }
   return { appLocales: { defaultLocale: app.defaultLocale, byLowercase }, labelsByItemId }
-}
-
-/** Plain UTF-16 code-unit order, the same on every instance whatever its locale. */
-function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
 }

@@ -1,6 +1,7 @@
+import type { MenuItemRow } from '../db/read-snapshot-rows.js'
 import { ZONES, type Zone } from '../db/vocabulary.js'
 import { renderItemOpenJson } from './render.js'
-import type { ItemLabels, MenuItemRow, MenuNode } from './types.js'
+import type { ItemLabels, MenuNode } from './types.js'
 
 /** An item that no root leads to: its parent is missing, in another zone, or in a cycle. */
 export interface UnreachableItem {

@@ -1,13 +1,7 @@
+import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
 import { ZONES, type Zone } from '../db/vocabulary.js'
 import { contentTag } from '../http/content-tag.js'
-import type {
-  AppRow,
-  BrandingRow,
-  MenuItemRow,
-  MenuNode,
-  RenderedBody,
-  ShellVariant,
-} from './types.js'
+import type { MenuNode, RenderedBody, ShellVariant } from './types.js'
 
 /** The `app` block of the shell response. */
 export function renderAppJson(app: AppRow): string {

@@ -1,43 +1,3 @@
-import type { MenuKind, Zone } from '../db/vocabulary.js'
-
-/** One row of `shell.apps`, as the loader reads it. */
-export interface AppRow {
-  readonly appKey: string
-  readonly name: string
-  readonly description: string | null
-  readonly homeUrl: string | null
-  /** The language of `menu_items.label`; a language tag. */
-  readonly defaultLocale: string
-}
-
-/** One row of `shell.branding`. */
-export interface BrandingRow {
-  readonly appKey: string
-  readonly productName: string | null
-  readonly logoUrl: string | null
-  readonly faviconUrl: string | null
-  readonly primaryColor: string | null
-  readonly accentColor: string | null
-  readonly footerText: string | null
-  /** Parsed jsonb; any JSON value the database holds. */
-  readonly theme: unknown
-}
-
-/** One row of `shell.menu_items`. Ids are bigint in the database, carried as decimal strings. */
-export interface MenuItemRow {
-  readonly id: string
-  readonly appKey: string
-  readonly itemKey: string
-  readonly zone: Zone
-  readonly parentId: string | null
-  readonly position: number
-  readonly kind: MenuKind
-  readonly label: string
-  readonly icon: string | null
-  readonly href: string | null
-  readonly external: boolean
-}
-
 /**
  * One shown-or-hidden item, holding only what rendering and the version need:
  * snapshots live long, and the loader's row objects would double the heap.
@@ -72,28 +32,6 @@ export interface MenuNode {
 
 /** An item's labels in locales other than its app's default, by lowercased tag. */
 export type ItemLabels = ReadonlyMap<string, string>
-
-/** One row of `shell.menu_role_grants`. */
-export interface GrantRow {
-  readonly menuItemId: string
-  readonly role: string
-}
-
-/** One row of `shell.menu_item_labels`. */
-export interface LabelRow {
-  readonly menuItemId: string
-  readonly locale: string
-  readonly label: string
-}
-
-/** Everything one consistent read of the database returns. */
-export interface SnapshotRows {
-  readonly apps: readonly AppRow[]
-  readonly branding: readonly BrandingRow[]
-  readonly menuItems: readonly MenuItemRow[]
-  readonly grants: readonly GrantRow[]
-  readonly labels: readonly LabelRow[]
-}
 
 /** A precomputed response: its bytes and its strong ETag (quotes included). */
 export interface RenderedBody {
@@ -152,4 +90,16 @@ export interface Snapshot {
   /** `GET /api/v1/apps`, rendered at build time. */
   readonly appsInventory: RenderedBody
   app(appKey: string): AppView | undefined
+}
+
+/** What the routes and the event streams read of the feed: the snapshot in service and its state. */
+export interface SnapshotSource {
+  /** The snapshot in service, or undefined before the first load. */
+  current(): Snapshot | undefined
+  /** Why there is no snapshot yet, for /readyz. */
+  notReadyReason(): string
+  /** Seconds since the snapshot in service was last known to match the database; null before the first load. */
+  snapshotAgeSeconds(): number | null
+  /** Called after every swap to a new snapshot; returns an unsubscribe function. */
+  onSwap(listener: (snapshot: Snapshot) => void): () => void
 }

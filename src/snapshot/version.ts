@@ -1,7 +1,8 @@
+import type { AppRow, BrandingRow } from '../db/read-snapshot-rows.js'
 import { ZONES } from '../db/vocabulary.js'
 import { contentTag } from '../http/content-tag.js'
 import type { MenuTrees, UnreachableItem } from './menu-tree.js'
-import type { AppRow, BrandingRow, ItemLabels, MenuNode } from './types.js'
+import type { ItemLabels, MenuNode } from './types.js'
 
 /** What one app contributes to the snapshot version. */
 export interface VersionedApp {

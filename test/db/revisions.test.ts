@@ -1,6 +1,10 @@
 import t from 'tap'
-import postgres from '../../src/db/postgres-driver.js'
-import { readSnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import type postgres from '../../src/db/postgres-driver.js'
+import {
+  readAllRows,
+  readRevisionsChangedSince,
+  readRowsChangedSince,
+} from '../../src/db/read-snapshot-rows.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
@@ -123,33 +127,50 @@ t.test('a transaction writing many rows of an app moves its revision row once', 
   t.not((await revisions()).get('crm'), after.get('crm'), 'the next transaction moves it again')
 })
 
-t.test(
-  "an incremental read returns every app's revision but only the moved apps' rows",
-  async (t) => {
-    const first = await readSnapshotRows(sql)
-    t.same(first.unchangedApps, new Set(), 'a read without known revisions reads everything')
-    t.equal(first.rows.menuItems.length, 2)
-    const unchanged = await readSnapshotRows(sql, first.revisions)
-    t.same(unchanged.unchangedApps, new Set(['crm', 'hr']))
-    t.same(unchanged.rows.menuItems, [])
-    t.same(unchanged.rows.apps, [], 'not even the app rows')
-    t.same([...unchanged.revisions.keys()].sort(), ['crm', 'hr'], 'but every revision')
-    await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${hrItemId}, 'hr-admin')`
-    const moved = await readSnapshotRows(sql, first.revisions)
-    t.same(moved.unchangedApps, new Set(['crm']))
-    t.same(
-      moved.rows.apps.map((app) => app.appKey),
-      ['hr'],
-    )
-    t.same(
-      moved.rows.menuItems.map((item) => item.appKey),
-      ['hr'],
-    )
-    t.same(moved.rows.grants, [{ menuItemId: hrItemId, role: 'hr-admin' }])
-  },
-)
+t.test('a read since a full read returns only the apps changed since, whole', async (t) => {
+  const first = await readAllRows(sql)
+  t.equal(first.complete, true)
+  t.equal(first.rows.menuItems.length, 2, 'a full read reads everything')
+  const nothing = await readRowsChangedSince(sql, first.watermark)
+  t.same(nothing.rows.apps, [], 'nothing changed, nothing read')
+  t.same(nothing.rows.menuItems, [])
+  await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${hrItemId}, 'hr-admin')`
+  const moved = await readRowsChangedSince(sql, nothing.watermark)
+  t.equal(moved.complete, false)
+  t.same(
+    moved.rows.apps.map((app) => app.appKey),
+    ['hr'],
+  )
+  t.same(
+    moved.rows.menuItems.map((item) => item.appKey),
+    ['hr'],
+  )
+  t.same(moved.rows.grants, [{ menuItemId: hrItemId, role: 'hr-admin' }])
+  const [hr] = moved.rows.apps
+  t.equal(hr?.revision, (await revisions()).get('hr'), 'with its revision')
+})
 
-t.test('a read of moved apps gives the same rows, value for value, as a full read', async (t) => {
+t.test('a change by a transaction still open at a read is found by the next read', async (t) => {
+  // The order a sequence cannot tell: crm's change starts first and commits last.
+  const slow = await sql.reserve()
+  t.teardown(() => slow.release())
+  await slow`begin`
+  await slow`update shell.apps set name = 'CRM slow' where app_key = 'crm'`
+  await sql`update shell.apps set name = 'HR fast' where app_key = 'hr'`
+  const between = await readAllRows(sql)
+  t.not(between.rows.apps.find((app) => app.appKey === 'crm')?.name, 'CRM slow', 'not yet')
+  await slow`commit`
+  const after = await readRowsChangedSince(sql, between.watermark)
+  t.equal(
+    after.rows.apps.find((app) => app.appKey === 'crm')?.name,
+    'CRM slow',
+    'the late commit is read',
+  )
+  const check = await readRevisionsChangedSince(sql, between.watermark)
+  t.equal(check.revisions.get('crm'), (await revisions()).get('crm'), 'and the check sees it too')
+})
+
+t.test('a read of changed apps gives the same rows, value for value, as a full read', async (t) => {
   await sql`insert into shell.branding (app_key, theme, primary_color) values ('crm', '{"a":[1,{"b":null}]}', '#0b5fff')`
   await sql`
     insert into shell.menu_items (app_key, item_key, zone, label, parent_id, position, kind, external, href)
@@ -157,64 +178,35 @@ t.test('a read of moved apps gives the same rows, value for value, as a full rea
   await sql`insert into shell.menu_role_grants (menu_item_id, role) values (${crmItemId}, 'crm-x')`
   await sql`insert into shell.menu_item_labels (menu_item_id, locale, label) values (${crmItemId}, 'de-CH', 'Ä')`
   await sql`update shell.apps set default_locale = 'fr', description = 'd' where app_key = 'crm'`
-  const full = await readSnapshotRows(sql)
-  const stale = new Map([...full.revisions].map(([key]) => [key, '0']))
-  const moved = await readSnapshotRows(sql, stale)
+  const full = await readAllRows(sql)
+  const changed = await readRowsChangedSince(sql, '0')
   const byKey = (rows: readonly object[]) => rows.map((row) => JSON.stringify(row)).sort()
   for (const table of ['apps', 'branding', 'menuItems', 'grants', 'labels'] as const) {
-    t.same(byKey(moved.rows[table]), byKey(full.rows[table]), table)
+    t.same(byKey(changed.rows[table]), byKey(full.rows[table]), table)
   }
-  t.same(moved.revisions, full.revisions)
-  t.same(moved.unchangedApps, new Set())
-  const item = moved.rows.menuItems.find((row) => row.itemKey === 'child')
+  const item = changed.rows.menuItems.find((row) => row.itemKey === 'child')
   t.equal(typeof item?.id, 'string', 'ids as decimal strings')
   t.equal(typeof item?.parentId, 'string')
   t.equal(item?.position, 3)
   t.equal(item?.external, true)
 })
 
-t.test(
-  'deleting an app with branding, items and grants works, and a new app gets a revision',
-  async (t) => {
-    await sql`insert into shell.branding (app_key) values ('hr')`
-    await sql`delete from shell.apps where app_key = 'hr'`
-    await sql`insert into shell.apps (app_key, name) values ('new', 'New')`
-    const read = await readSnapshotRows(sql)
-    t.same(read.rows.apps.map((app) => app.appKey).sort(), ['crm', 'new'])
-    t.ok(read.revisions.has('new'))
-  },
-)
-
-t.test('an incremental read drops a removed app and reads an added one', async (t) => {
+t.test('a read since names the apps deleted since, and reads the added ones', async (t) => {
   await sql`insert into shell.apps (app_key, name) values ('gone', 'Gone')`
-  const known = (await readSnapshotRows(sql)).revisions
+  const before = await readAllRows(sql)
+  await sql`insert into shell.branding (app_key) values ('gone')`
   await sql`delete from shell.apps where app_key = 'gone'`
   await sql`insert into shell.apps (app_key, name) values ('added', 'Added')`
-  const read = await readSnapshotRows(sql, known)
-  const full = await readSnapshotRows(sql)
-  t.same(read.revisions, full.revisions, 'the revisions a full read gives')
-  t.notOk(read.revisions.has('gone'))
+  const read = await readRowsChangedSince(sql, before.watermark)
+  t.same(read.removedApps, ['gone'])
   t.same(
     read.rows.apps.map((app) => app.appKey),
     ['added'],
-    'only the added app is read',
   )
-  t.same([...read.unchangedApps].sort(), [...known.keys()].filter((key) => key !== 'gone').sort())
-})
-
-t.test('an app without a revision row is read whole every time, and never known', async (t) => {
-  await sql`delete from shell.app_revisions where app_key = 'crm'`
-  const first = await readSnapshotRows(sql)
-  t.notOk(first.revisions.has('crm'))
-  const again = await readSnapshotRows(sql, first.revisions)
-  t.same(
-    again.rows.apps.map((app) => app.appKey),
-    ['crm'],
-  )
-  t.notOk(again.unchangedApps.has('crm'))
-  t.notOk(again.revisions.has('crm'))
-  await sql`update shell.apps set name = 'CRM' where app_key = 'crm'`
-  t.ok((await readSnapshotRows(sql)).revisions.has('crm'), 'the next change gives it one again')
+  const check = await readRevisionsChangedSince(sql, before.watermark)
+  t.equal(check.revisions.get('gone'), null, 'the check says deleted')
+  t.ok(check.revisions.get('added'))
+  t.same((await readAllRows(sql)).rows.apps.map((app) => app.appKey).sort(), ['added', 'crm', 'hr'])
 })
 
 t.test('TRUNCATE moves every revision', async (t) => {
@@ -222,56 +214,4 @@ t.test('TRUNCATE moves every revision', async (t) => {
   await sql`truncate shell.menu_role_grants`
   const after = await revisions()
   for (const [appKey, revision] of before) t.not(after.get(appKey), revision, appKey)
-})
-
-t.test('the incremental read is one statement without parameters: one flight', async (t) => {
-  const known = (await readSnapshotRows(sql)).revisions
-  await sql`update shell.apps set name = 'CRM flight' where app_key = 'crm'`
-  const statements: { text: string; parameters: number }[] = []
-  // The service's settings, plus postgres.js's debug hook, which sees every statement built.
-  const traced = postgres(db.url, {
-    max: 1,
-    prepare: false,
-    onnotice: () => {},
-    debug: (_connection, text, parameters) =>
-      statements.push({ text, parameters: parameters.length }),
-  })
-  t.teardown(() => traced.end())
-  const read = await readSnapshotRows(traced, known)
-  t.same(
-    read.rows.apps.map((app) => app.appKey),
-    ['crm'],
-  )
-  // The connection's own first statement (postgres.js looks up array types) is not the read's.
-  const reads = statements.filter((statement) => statement.text.includes('shell.app_revisions'))
-  t.equal(reads.length, 1, 'one statement')
-  // With parameters and prepare: false, postgres.js waits for the server to describe them.
-  t.equal(reads[0]?.parameters, 0, 'no parameters, so Parse to Sync go out together')
-})
-
-t.test('known app keys travel into the statement exactly, whatever they hold', async (t) => {
-  const known = new Map((await readSnapshotRows(sql)).revisions)
-  const hostile = [
-    "o'brien",
-    "x'); drop table shell.apps; --",
-    'back\\slash',
-    '$$dollar$$',
-    '"quoted"',
-    '{brace,comma}',
-    'Ünïcödé ✓',
-    '__proto__',
-  ]
-  for (const appKey of hostile) known.set(appKey, '1')
-  const read = await readSnapshotRows(sql, known)
-  for (const appKey of hostile) {
-    t.notOk(read.revisions.has(appKey), `${appKey}: seen as removed`)
-    t.notOk(read.unchangedApps.has(appKey), `${appKey}: not taken as unchanged`)
-  }
-  t.same(
-    [...read.unchangedApps].sort(),
-    [...known.keys()].filter((key) => !hostile.includes(key)).sort(),
-    'the real apps are unchanged',
-  )
-  const [count] = await sql<{ apps: number }[]>`select count(*)::int as apps from shell.apps`
-  t.ok((count?.apps ?? 0) > 0, 'shell.apps is still there')
 })

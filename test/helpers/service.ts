@@ -10,7 +10,7 @@ import { createMetrics } from '../../src/metrics.js'
 import { type Service, startService } from '../../src/service.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
 import { type JwksServer, startJwksServer } from './jwks-server.js'
-import { waitUntil } from './wait.js'
+import { waitFor } from './wait.js'
 
 interface Teardown {
   teardown(fn: () => unknown): void
@@ -170,7 +170,7 @@ export async function startTestService(
   t.teardown(() => service.close())
   if (options.waitForSnapshot ?? true) {
     await service.started
-    await waitUntil(() => service.feed.current() !== undefined, 'the first snapshot')
+    await waitFor(() => service.feed.current() !== undefined, 'the first snapshot')
   }
   return {
     service,

@@ -1,16 +1,21 @@
-/** Polls for a background effect (a reload, a recovery) without betting on how long it takes. */
-export async function waitUntil(
+/**
+ * Polls for a background effect (a reload, a recovery) without betting on
+ * how long it takes; throws, naming what it waited for, once `timeoutMs` pass.
+ */
+export async function waitFor(
   condition: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 15_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(20)
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(10)
   }
 }
 
+/** A pause that is part of what a test does (a quiet period), never a stand-in for a condition. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -2,7 +2,7 @@ import t from 'tap'
 import { bearer, httpRequest, rawRequest } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** GET /api/v1/apps: the inventory, sorted by key, with the shell's caching rules. */
 
@@ -85,10 +85,10 @@ t.test('a label in a new language, committed by SQL, joins the app locales', asy
   await db.sql`
     insert into shell.menu_item_labels (menu_item_id, locale, label)
     select id, 'it', 'Contatti' from shell.menu_items where app_key = 'crm' and item_key = 'contacts'`
-  await waitUntil(async () => (await localesOf('crm'))?.includes('it') === true, 'the new locale')
+  await waitFor(async () => (await localesOf('crm'))?.includes('it') === true, 'the new locale')
   t.same(await localesOf('crm'), ['de', 'en', 'fr', 'it'], 'sorted')
   await db.sql`delete from shell.menu_item_labels where locale = 'it'`
-  await waitUntil(async () => (await localesOf('crm'))?.includes('it') === false, 'it gone')
+  await waitFor(async () => (await localesOf('crm'))?.includes('it') === false, 'it gone')
 })
 
 t.test('ETag, Cache-Control, Vary and If-None-Match as on the shell endpoint', async (t) => {
@@ -138,7 +138,7 @@ t.test('a new app committed in the database joins the inventory with a new tag',
   const before = await httpRequest(url, APPS, bearer(viewer))
   await db.sql`insert into shell.apps (app_key, name) values ('beta', 'Beta')`
   let after = before
-  await waitUntil(async () => {
+  await waitFor(async () => {
     after = await httpRequest(url, APPS, bearer(viewer))
     return after.headers.etag !== before.headers.etag
   }, 'the new app')

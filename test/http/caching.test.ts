@@ -8,7 +8,7 @@ import {
   signCaller,
   startTestService,
 } from '../helpers/service.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** ETag, Cache-Control, Vary and If-None-Match on the shell endpoint. */
 
@@ -194,7 +194,7 @@ t.test('a change committed in the database shows through HTTP with a new tag', a
   await own.db.sql`
     update shell.menu_items set label = 'Hot leads' where app_key = 'crm' and item_key = 'leads'`
   let after = before
-  await waitUntil(async () => {
+  await waitFor(async () => {
     after = await httpRequest(own.url, SHELL, bearer(salesToken))
     return after.headers.etag !== etag
   }, 'the change to reach the service')

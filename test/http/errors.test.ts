@@ -7,7 +7,7 @@ import {
   startServiceWithoutDatabase,
   startTestService,
 } from '../helpers/service.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** 401, 404, 405 and 503 through real HTTP: statuses, headers, problem bodies. */
 
@@ -178,7 +178,7 @@ t.test('keys unavailable: 503 with Retry-After, ready all along, recovers', asyn
 
   provider.setAvailability('up')
   let recovered = response
-  await waitUntil(async () => {
+  await waitFor(async () => {
     recovered = await httpRequest(down.url, '/api/v1/shell/crm', bearer(callerToken))
     return recovered.status !== 503
   }, 'the provider to be noticed again')

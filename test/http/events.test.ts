@@ -3,7 +3,7 @@ import { type EventStreamClient, openEventStream } from '../helpers/event-stream
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
-import { sleep, waitUntil } from '../helpers/wait.js'
+import { sleep, waitFor } from '../helpers/wait.js'
 
 /**
  * GET /api/v1/shell/{appKey}/events through real HTTP, read with a real SSE
@@ -122,7 +122,7 @@ t.test('a burst of twenty changes gives a few events, the last with the current 
     await sleep(10)
   }
   const finalTag = tagOf(await shellETag(sales))
-  await waitUntil(() => stream.events.at(-1)?.id === finalTag, 'the final tag to arrive')
+  await waitFor(() => stream.events.at(-1)?.id === finalTag, 'the final tag to arrive')
   await sleep(600)
   const events = stream.events.slice(1)
   t.ok(events.length >= 1 && events.length <= 6, `${events.length} events for 20 changes`)
@@ -138,7 +138,7 @@ t.test(
     const current = tagOf(await shellETag(sales))
     const stream = await openStream(sales, { 'last-event-id': current })
     t.equal(stream.status, 200)
-    await waitUntil(() => stream.comments.length > 0, 'the stream to open')
+    await waitFor(() => stream.comments.length > 0, 'the stream to open')
     await sleep(300)
     t.equal(stream.events.length, 0, 'no first event')
     await setLabel('contacts', 'People')
@@ -170,7 +170,7 @@ t.test('errors before the stream starts are problems, as on the shell', async (t
 t.test('an app deleted: gone, then the stream ends', async (t) => {
   await db.sql`insert into shell.apps (app_key, name) values ('temp', 'Temporary')`
   const path = '/api/v1/shell/temp/events'
-  await waitUntil(
+  await waitFor(
     async () => (await httpRequest(url, '/api/v1/shell/temp', bearer(sales))).status === 200,
     'the new app',
   )
@@ -202,7 +202,7 @@ t.test("the stream ends at the token's exp", async (t) => {
 t.test('a keep-alive comment comes on a quiet stream', async (t) => {
   const stream = await openStream(admin)
   await stream.waitForEvents(1)
-  await waitUntil(() => stream.comments.includes('keep-alive'), 'a keep-alive', 20_000)
+  await waitFor(() => stream.comments.includes('keep-alive'), 'a keep-alive', 20_000)
   t.equal(stream.events.length, 1, 'a comment, not an event')
   stream.close()
 })
@@ -212,14 +212,14 @@ t.test('a client that goes away mid-stream harms nothing', async (t) => {
   await stream.waitForEvents(1)
   const before = await metricValue('shell_event_streams')
   stream.close()
-  await waitUntil(
+  await waitFor(
     async () => (await metricValue('shell_event_streams')) === before - 1,
     'the gauge to drop',
   )
   await setLabel('accounts', 'Companies')
   const after = await openStream(sales)
   const settled = tagOf(await shellETag(sales))
-  await waitUntil(() => after.events.at(-1)?.id === settled, 'the stream to hold the tag')
+  await waitFor(() => after.events.at(-1)?.id === settled, 'the stream to hold the tag')
   t.equal(after.status, 200, 'the service still streams after a client left')
   after.close()
 })
@@ -233,7 +233,7 @@ t.test('metrics count open streams and sent events', async (t) => {
   // At least: a change of an earlier test may still reach streams in flight.
   t.ok((await metricValue('shell_events_sent_total{event="shell"}')) >= sentBefore + 3)
   for (const stream of streams) stream.close()
-  await waitUntil(async () => (await metricValue('shell_event_streams')) === idle, 'streams gone')
+  await waitFor(async () => (await metricValue('shell_event_streams')) === idle, 'streams gone')
   t.ok((await metricValue('shell_event_streams_ended_total{reason="client"}')) >= 3)
 })
 
@@ -252,7 +252,7 @@ t.test('past EVENT_STREAMS_MAX: 503 with Retry-After; room again once one ends',
   first.close()
   await first.ended
   let fourth: EventStreamClient | undefined
-  await waitUntil(async () => {
+  await waitFor(async () => {
     fourth?.close()
     fourth = await open(sales)
     return fourth.status === 200

@@ -2,7 +2,7 @@ import t from 'tap'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** The shell in the caller's language, through real HTTP, on the seeds (en, de, fr). */
 
@@ -115,7 +115,7 @@ t.test('a label changed by SQL in one language changes only that language', asyn
     update shell.menu_item_labels set label = 'Kontaktpersonen'
     where locale = 'de' and menu_item_id = (select id from shell.menu_items where item_key = 'contacts')`
   let after = before
-  await waitUntil(async () => {
+  await waitFor(async () => {
     after = await tags()
     return after.de !== before.de
   }, 'the German tag to change')
@@ -132,7 +132,7 @@ t.test(
     insert into shell.menu_item_labels (menu_item_id, locale, label)
     select id, 'it', 'Contatti' from shell.menu_items where item_key = 'contacts'`
     let italian = await getShell({ 'accept-language': 'it-IT,it;q=0.9' })
-    await waitUntil(async () => {
+    await waitFor(async () => {
       italian = await getShell({ 'accept-language': 'it-IT,it;q=0.9' })
       return italian.body?.locale === 'it'
     }, 'Italian to be offered')

@@ -10,7 +10,7 @@ import { startService } from '../../src/service.js'
 import { bearer, httpRequest, type RequestOptions } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /**
  * The preview page's side of the service over real HTTP: the page and its
@@ -28,7 +28,7 @@ const service = await startService(
 )
 t.teardown(() => service.close())
 await service.started
-await waitUntil(() => service.feed.current() !== undefined, 'the first snapshot')
+await waitFor(() => service.feed.current() !== undefined, 'the first snapshot')
 const { url } = service
 const host = new URL(url).host
 

@@ -10,7 +10,7 @@ import {
   startTestService,
 } from '../helpers/service.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
-import { waitUntil } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /** /healthz, /readyz and /metrics: no token, and what the probes and metrics promise. */
 
@@ -70,7 +70,7 @@ t.test(
     // The database "comes up": a forwarder on the port the service was told to use.
     const forwarder = await forwardPort(port, target.hostname, Number(target.port))
     t.teardown(() => forwarder.close())
-    await waitUntil(async () => (await httpRequest(url, '/readyz')).status === 200, 'readiness')
+    await waitFor(async () => (await httpRequest(url, '/readyz')).status === 200, 'readiness')
     t.ok(service.feed.current(), 'the first snapshot is loaded')
     await service.close()
   },
@@ -94,7 +94,7 @@ t.test(
     await proxy.close()
     // At once, so that the reload's writes race the resets (patches/postgres+3.4.9.patch).
     service.feed.requestReload()
-    await waitUntil(
+    await waitFor(
       async () =>
         /shell_snapshot_reloads_total\{result="error"\} [1-9]/.test(
           (await httpRequest(url, '/metrics')).body.toString(),
@@ -108,7 +108,7 @@ t.test(
     t.equal(during.headers.etag, before.headers.etag, 'the same content')
     // The failed reload asks for a liveness probe at once; the probe fails as soon as its
     // connection is refused, which may take a moment longer than the reload's own failure.
-    await waitUntil(
+    await waitFor(
       async () => /shell_feed_listening 0/.test((await httpRequest(url, '/metrics')).text),
       'the feed to report that it is not listening',
     )
@@ -152,7 +152,7 @@ t.test(
     t.equal((await httpRequest(url, '/api/v1/shell/crm', revalidate)).status, 304)
     t.equal((await httpRequest(url, '/api/v1/shell/nope', bearer(token))).status, 404)
     t.equal((await httpRequest(url, '/no/such/route')).status, 404)
-    await waitUntil(
+    await waitFor(
       async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
       'LISTEN',
     )

@@ -9,7 +9,7 @@ import {
   startTestService,
 } from '../helpers/service.js'
 import { type ServiceProcess, spawnService } from '../helpers/service-process.js'
-import { sleep, waitUntil } from '../helpers/wait.js'
+import { sleep, waitFor } from '../helpers/wait.js'
 
 /** Graceful shutdown of the real process (SIGTERM, SIGINT) and of the in-process service. */
 
@@ -28,7 +28,7 @@ async function startProcess(t: Test): Promise<{ process: ServiceProcess; url: st
     OIDC_AUDIENCE: 'shell-data',
   })
   const url = `http://127.0.0.1:${port}`
-  await waitUntil(
+  await waitFor(
     async () => {
       if (child.hasExited()) throw new Error(`the service exited: ${child.stderr()}`)
       return (await httpRequest(url, '/readyz').catch(() => undefined))?.status === 200
@@ -123,7 +123,7 @@ t.test('closing before the database was ever reached ends the retries', async (t
     env: { DATABASE_URL: `postgres://nobody:secret@127.0.0.1:${closedPort}/nothing` },
     waitForSnapshot: false,
   })
-  await waitUntil(
+  await waitFor(
     () => logs.lines.some((line) => line.includes('database not ready for migrations')),
     'a failed attempt',
   )

@@ -1,12 +1,15 @@
 import t from 'tap'
+import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
-import type { SnapshotRows } from '../../src/snapshot/types.js'
 import { appRow, brandingRow, grantRows, itemRow, renderBody, requireApp } from './rows.js'
 
-/** Two apps; `crmLabel` varies the first one's only item. */
+/** Two apps; `crmLabel` varies the first one's only item, and names crm's revision. */
 function fullRows(crmLabel = 'Leads'): SnapshotRows {
   return {
-    apps: [appRow('crm', { name: 'CRM' }), appRow('hr', { name: 'HR' })],
+    apps: [
+      appRow('crm', { name: 'CRM', revision: crmLabel }),
+      appRow('hr', { name: 'HR', revision: '1' }),
+    ],
     branding: [brandingRow('hr', { productName: 'People' })],
     menuItems: [
       itemRow('1', 'leads', { appKey: 'crm', label: crmLabel }),
@@ -17,11 +20,11 @@ function fullRows(crmLabel = 'Leads'): SnapshotRows {
   }
 }
 
-/** What an incremental read returns when only `crm` moved: hr's other rows are not read. */
+/** What an incremental read returns when only `crm` moved: hr's rows are not read. */
 function onlyCrmRows(crmLabel: string): SnapshotRows {
   const rows = fullRows(crmLabel)
   return {
-    apps: rows.apps,
+    apps: rows.apps.filter((app) => app.appKey === 'crm'),
     branding: [],
     menuItems: rows.menuItems.filter((item) => item.appKey === 'crm'),
     grants: rows.grants.filter((grant) => grant.menuItemId === '1'),
@@ -33,7 +36,7 @@ t.test('an incremental build equals a full build of the same content', async (t)
   const first = buildSnapshot(fullRows())
   const incremental = buildSnapshot(onlyCrmRows('Pipeline'), {
     previous: first,
-    unchangedApps: new Set(['hr']),
+    complete: false,
   })
   const full = buildSnapshot(fullRows('Pipeline'))
   t.equal(incremental.version, full.version, 'same version')
@@ -60,7 +63,7 @@ t.test('unchanged apps are taken over whole, with their memoized variants', asyn
   const warm = requireApp(first, 'hr').variant(['hr-admin'], 'en')
   const next = buildSnapshot(onlyCrmRows('Pipeline'), {
     previous: first,
-    unchangedApps: new Set(['hr']),
+    complete: false,
   })
   t.equal(next.app('hr'), first.app('hr'), 'the same app view')
   t.equal(
@@ -76,7 +79,7 @@ t.test('a changed app never serves a variant of its old content', async (t) => {
   const old = requireApp(first, 'crm').variant(['crm-sales'], 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
-    unchangedApps: new Set(['hr']),
+    complete: false,
   })
   const fresh = requireApp(next, 'crm').variant(['crm-sales'], 'en')
   t.not(fresh, old)
@@ -89,29 +92,56 @@ t.test('a changed app never serves a variant of its old content', async (t) => {
 })
 
 t.test(
-  'an app marked unchanged needs no rows; an app neither read nor marked is gone',
+  'an incremental build keeps apps it has no rows of, and drops the removed ones',
   async (t) => {
     const first = buildSnapshot(fullRows())
-    const rows = onlyCrmRows('Leads')
-    const crmOnly = { ...rows, apps: rows.apps.filter((app) => app.appKey === 'crm') }
-    const kept = buildSnapshot(crmOnly, { previous: first, unchangedApps: new Set(['hr']) })
+    const kept = buildSnapshot(onlyCrmRows('Leads 2'), { previous: first, complete: false })
     t.equal(kept.app('hr'), first.app('hr'), 'hr taken over without any row of it')
     t.same(kept.appKeys, ['crm', 'hr'])
-    const gone = buildSnapshot(crmOnly, { previous: first, unchangedApps: new Set() })
+    const gone = buildSnapshot(onlyCrmRows('Leads 2'), {
+      previous: first,
+      complete: false,
+      removedApps: ['hr'],
+    })
     t.equal(gone.app('hr'), undefined)
     t.same(gone.appKeys, ['crm'])
-    t.equal(
-      gone.version,
-      buildSnapshot({ ...rows, apps: [appRow('crm', { name: 'CRM' })] }).version,
-    )
+    t.equal(gone.version, buildSnapshot(onlyCrmRows('Leads 2')).version)
   },
 )
 
-t.test('without unchangedApps everything is rebuilt from the rows', async (t) => {
+t.test('an app read again at the revision in service is not built again', async (t) => {
   const first = buildSnapshot(fullRows())
-  const next = buildSnapshot(fullRows(), { previous: first })
-  t.not(next.app('hr'), first.app('hr'))
-  t.equal(next.version, first.version)
+  const again = buildSnapshot(fullRows(), { previous: first, complete: false })
+  t.equal(again, first, 'nothing moved: the snapshot in service itself')
+})
+
+t.test(
+  'a complete read builds every app again, but keeps the views of unchanged content',
+  async (t) => {
+    const first = buildSnapshot(fullRows())
+    const same = buildSnapshot(fullRows(), { previous: first })
+    t.equal(same, first, 'the same content: the snapshot in service itself')
+    const next = buildSnapshot(fullRows('Pipeline'), { previous: first })
+    t.equal(next.app('hr'), first.app('hr'), "hr's view stays")
+    t.not(next.app('crm'), first.app('crm'), "crm's is new")
+    const without = buildSnapshot(
+      { ...fullRows(), apps: [appRow('crm', { name: 'CRM', revision: 'Leads' })] },
+      { previous: first },
+    )
+    t.same(without.appKeys, ['crm'], 'an app a complete read lacks is gone')
+  },
+)
+
+t.test('the inventory stays the same object while what it lists does not change', async (t) => {
+  const first = buildSnapshot(fullRows())
+  const next = buildSnapshot(onlyCrmRows('Pipeline'), { previous: first, complete: false })
+  t.equal(next.appsInventory, first.appsInventory)
+  const renamed = buildSnapshot(
+    { ...onlyCrmRows('Pipeline'), apps: [appRow('crm', { name: 'Sales', revision: 'x' })] },
+    { previous: next, complete: false },
+  )
+  t.not(renamed.appsInventory.etag, next.appsInventory.etag)
+  t.match(renamed.appsInventory.body.toString(), /"name":"Sales"/)
 })
 
 t.test("variants of an app's old content leave the cache at once, making room", async (t) => {
@@ -121,7 +151,7 @@ t.test("variants of an app's old content leave the cache at once, making room", 
   requireApp(first, 'crm').variant(['crm-sales'], 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
-    unchangedApps: new Set(['hr']),
+    complete: false,
   })
   t.match(renderBody(requireApp(next, 'crm').variant(['crm-sales'], 'en')), /"label":"New"/)
   // Had crm's old variant stayed, the new one would have pushed out hr's, the least recently used.

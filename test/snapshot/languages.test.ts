@@ -1,8 +1,8 @@
 import t from 'tap'
+import type { LabelRow } from '../../src/db/read-snapshot-rows.js'
 import { parseAcceptLanguage } from '../../src/http/accept-language.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import { truncationsOf } from '../../src/snapshot/locale-lookup.js'
-import type { LabelRow } from '../../src/snapshot/types.js'
 import { appRow, grantRows, itemRow, renderBody, requireApp, snapshotRows } from './rows.js'
 
 /** Languages: negotiation by RFC 4647 lookup, labels per locale with fallbacks, tags per locale. */

@@ -1,13 +1,11 @@
 import type {
   AppRow,
-  AppView,
   BrandingRow,
   GrantRow,
   MenuItemRow,
-  ShellVariant,
-  Snapshot,
   SnapshotRows,
-} from '../../src/snapshot/types.js'
+} from '../../src/db/read-snapshot-rows.js'
+import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
 
 /** An app row with plausible defaults. */
 export function appRow(appKey: string, fields: Partial<AppRow> = {}): AppRow {
@@ -17,6 +15,7 @@ export function appRow(appKey: string, fields: Partial<AppRow> = {}): AppRow {
     description: null,
     homeUrl: `/${appKey}`,
     defaultLocale: 'en',
+    revision: null,
     ...fields,
   }
 }

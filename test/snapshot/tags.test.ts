@@ -1,8 +1,9 @@
 import t from 'tap'
+import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { contentTag, textTag } from '../../src/http/content-tag.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import { createRoleSetKeyFunction } from '../../src/snapshot/role-set.js'
-import type { GrantRow, MenuItemRow, Snapshot, SnapshotRows } from '../../src/snapshot/types.js'
+import type { Snapshot } from '../../src/snapshot/types.js'
 import { appRow, brandingRow, grantRows, itemRow, requireApp } from './rows.js'
 
 /** Two apps, nested items with distinct positions among siblings, grants, branding. */

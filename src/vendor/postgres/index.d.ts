@@ -74,6 +74,8 @@ interface BaseOptions<T extends Record<string, postgres.PostgresType>> {
   onnotice: (notice: postgres.Notice) => void;
   /** (key; value) when a server param change */
   onparameter: (key: string, value: any) => void;
+  /** shell-data: (channel; payload) for every notification this instance's connections receive, as the runtime already calls it */
+  onnotify: (channel: string, payload: string) => void;
   /** Is called with (connection; query; parameters) */
   debug: boolean | ((connection: number, query: string, parameters: any[], paramTypes: any[]) => void);
   /** Transform hooks */
@@ -315,9 +317,6 @@ declare namespace postgres {
   }
 
   const BigInt: PostgresType<bigint>;
-
-  /** shell-data: the upstream pull requests and issues whose fixes this copy carries. */
-  const shellDataFixes: readonly string[];
 
   interface PostgresType<T = any> {
     to: number;

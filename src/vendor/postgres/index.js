@@ -44,15 +44,6 @@ Object.assign(Postgres, {
   }
 })
 
-// shell-data: the fixes this copy carries, by the upstream pull request or
-// issue each mirrors; the service refuses to start on a driver without them.
-Postgres.shellDataFixes = Object.freeze([
-  'porsager/postgres#1168',
-  'porsager/postgres#1209',
-  'porsager/postgres#1215',
-  'porsager/postgres#1223',
-  'porsager/postgres#1192'
-])
 
 export default Postgres
 

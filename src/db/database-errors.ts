@@ -13,3 +13,9 @@ export function databaseErrorFields(
   if (typeof code !== 'string') return { err: error }
   return { error: { type: error.name, code, message: error.message } }
 }
+
+/** A short, safe description for /readyz: the SQLSTATE or socket error code, never a connection string. */
+export function describeDatabaseError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown error'
+}

@@ -1,0 +1,163 @@
+import type { Logger } from 'pino'
+import { computeBackoffMs } from '../db/backoff.js'
+import { connectDatabase, type Sql } from '../db/connect.js'
+import { databaseErrorFields } from '../db/database-errors.js'
+import type { Metrics } from '../metrics.js'
+
+/** The channel the schema's triggers notify (sql/001_schema.sql). */
+export const CHANGE_CHANNEL = 'shell_changed'
+
+/**
+ * Found deaf this many times in a row with nothing heard in between, LISTEN
+ * is taken not to work through FEED_DATABASE_URL (a transaction pooler hands
+ * the session that ran it back to its pool): once is a connection that went
+ * silent, twice on fresh connections is the pattern.
+ */
+const DEAF_IN_A_ROW = 2
+/**
+ * Once LISTEN is taken not to work, it is tried again this seldom (the pooler
+ * may be reconfigured), quietly; the feed's check follows the database
+ * meanwhile, and each new LISTEN costs a full reload.
+ */
+const DEAF_RELISTEN_MS = 60_000
+
+export interface ListeningConnectionOptions {
+  /** FEED_DATABASE_URL: a session-mode connection string. */
+  readonly url: string
+  readonly logger: Logger
+  readonly metrics: Metrics
+  /** LISTEN is in place: the first time, and after each reconnect (notifications may have been lost). */
+  onListen(): void
+  /** A notification arrived: something was committed. */
+  onNotify(): void
+  /** LISTEN could not be put in place; it is retried. */
+  onListenFailed(error: unknown): void
+}
+
+export interface ListeningConnection {
+  /** True while LISTEN is in place and the connection has not been found deaf. */
+  isListening(): boolean
+  /** How many notifications have arrived so far: two readings tell whether any came between. */
+  heardCount(): number
+  /** A committed change was not announced: the connection is dropped and made again. */
+  recycleDeaf(): void
+  close(): Promise<void>
+}
+
+/**
+ * The dedicated LISTEN connection, in the shape of graphile-worker's
+ * `listenForChanges`: connect, LISTEN, and on any loss drop the connection
+ * and connect again after a capped, jittered backoff (db/backoff.ts), reset
+ * once LISTEN is in place again. The driver's own re-LISTEN is not used: it
+ * swallows its error while the database is still down. A connection that
+ * went silent without closing (half-open) or never delivers (behind a
+ * transaction pooler) cannot tell; the feed's check finds it and calls
+ * `recycleDeaf`.
+ */
+export function startListening(options: ListeningConnectionOptions): ListeningConnection {
+  const { url, logger, metrics } = options
+  let client: Sql | undefined
+  let reconnectTimer: NodeJS.Timeout | undefined
+  let failures = 0
+  let heard = 0
+  let listening = false
+  // Found deaf in a row, with no notification heard in between.
+  let deafInARow = 0
+  let closed = false
+
+  function connect(): void {
+    reconnectTimer = undefined
+    if (closed) return
+    const connection: Sql = connectDatabase(url, {
+      max: 1,
+      applicationName: 'shell-data-feed',
+      listening: {
+        onNotify(channel) {
+          if (connection !== client || channel !== CHANGE_CHANNEL) return
+          heard += 1
+          if (deafInARow > 0) {
+            if (deafInARow >= DEAF_IN_A_ROW) logger.info('notifications arrive again')
+            deafInARow = 0
+            setListening(true)
+          }
+          options.onNotify()
+        },
+        onClose: () => lose(connection, new Error('the listening connection closed')),
+      },
+    })
+    client = connection
+    connection`listen shell_changed`.then(
+      () => {
+        if (connection !== client) return
+        failures = 0
+        // Once taken not to work, LISTEN's answer proves nothing: only a notification does.
+        setListening(deafInARow < DEAF_IN_A_ROW)
+        logger[deafInARow >= DEAF_IN_A_ROW ? 'debug' : 'info']('listening for changes')
+        options.onListen()
+      },
+      (error: unknown) => lose(connection, error),
+    )
+  }
+
+  /** Whatever ended it first (the LISTEN failing, the connection closing), it is dropped once. */
+  function lose(connection: Sql, error: unknown): void {
+    if (connection !== client || closed) return
+    const wasListening = listening
+    failures += 1
+    const retryInMs = computeBackoffMs(failures)
+    logger.warn(
+      { ...databaseErrorFields(error), attempt: failures, retryInMs },
+      wasListening
+        ? 'the listening connection was lost; reconnecting, then reading everything again'
+        : 'cannot listen for changes; retrying',
+    )
+    if (!wasListening) options.onListenFailed(error)
+    reconnectAfter(retryInMs)
+  }
+
+  function reconnectAfter(delayMs: number): void {
+    setListening(false)
+    const stale = client
+    client = undefined
+    void stale?.end({ timeout: 0 })
+    clearTimeout(reconnectTimer)
+    reconnectTimer = setTimeout(connect, delayMs)
+  }
+
+  function setListening(value: boolean): void {
+    listening = value
+    metrics.feedListening.set(value ? 1 : 0)
+  }
+
+  connect()
+  return {
+    isListening: () => listening,
+    heardCount: () => heard,
+    recycleDeaf() {
+      if (closed || client === undefined) return
+      deafInARow += 1
+      if (deafInARow < DEAF_IN_A_ROW) {
+        logger.warn(
+          'a committed change was not announced: the listening connection went silent; reconnecting',
+        )
+        reconnectAfter(0)
+        return
+      }
+      if (deafInARow === DEAF_IN_A_ROW) {
+        logger.warn(
+          { retryInMs: DEAF_RELISTEN_MS },
+          'LISTEN does not work through FEED_DATABASE_URL: notifications never arrive, even on a new connection, as behind a transaction pooler (PgBouncer in transaction mode); point FEED_DATABASE_URL at PostgreSQL or at a session-mode pool. Until then changes are found by checking the database every second',
+        )
+      }
+      reconnectAfter(DEAF_RELISTEN_MS)
+    },
+    async close() {
+      closed = true
+      clearTimeout(reconnectTimer)
+      setListening(false)
+      const last = client
+      client = undefined
+      await last?.end({ timeout: 1 })
+    },
+  }
+}
