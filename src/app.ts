@@ -1,7 +1,8 @@
-import { createServer, STATUS_CODES } from 'node:http'
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import Fastify, {
   type ConnectionError,
+  type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
@@ -18,8 +19,8 @@ import {
   sendProblem,
   sendProblemBody,
 } from './http/problem.js'
+import { timeRequests } from './http/request-timing.js'
 import type { Metrics } from './metrics.js'
-import { type ReceivedRequest, secondsSinceReceived } from './request-duration-histogram.js'
 import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
@@ -62,25 +63,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Fastify's logger gives every request a child logger and response listeners, which cost
     // more than the shell's answer: it has one only when requests are to be logged. Errors
     // are logged by the error handler below either way.
-    ...(deps.logRequests ? { loggerInstance: deps.logger } : {}),
+    ...(deps.logRequests ? { loggerInstance: deps.logger as FastifyBaseLogger } : {}),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
-    // Every request is stamped on arrival, for shell_http_request_duration_seconds.
-    serverFactory: (handler, options) => {
-      const server = createServer((request: ReceivedRequest, response) => {
-        request.receivedAtMs = performance.now()
-        handler(request, response)
-      })
-      // What fastify sets on a server it makes itself (its defaults are applied by now).
-      const timeouts = options as {
-        keepAliveTimeout: number
-        requestTimeout: number
-        connectionTimeout: number
-      }
-      server.keepAliveTimeout = timeouts.keepAliveTimeout
-      server.requestTimeout = timeouts.requestTimeout
-      server.setTimeout(timeouts.connectionTimeout)
-      return server
-    },
     // Requests already accepted are answered normally while the server drains on shutdown.
     return503OnClosing: false,
     // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
@@ -95,23 +79,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
     // Requests the HTTP parser refuses (a malformed request line, oversized headers) never reach a route.
     clientErrorHandler: writeClientErrorProblem,
-  }) as unknown as FastifyInstance
+  })
 
   for (const schema of sharedSchemas) app.addSchema(schema)
-
+  // Before any route: each route's timing hook is added as the route is.
+  timeRequests(app, deps.metrics.httpRequestDuration)
   if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
-
-  // Every response fastify sends is timed here; the precomputed responses, which bypass
-  // fastify's send (routes/tagged-response.ts), time themselves.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    deps.metrics.httpRequestDuration.observe(
-      request.routeOptions.url ?? 'unmatched',
-      request.method,
-      reply.statusCode,
-      secondsSinceReceived(request.raw),
-    )
-    done(null, payload)
-  })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500

@@ -1,28 +1,19 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import {
-  createRequestDurationHistogram,
-  type RequestDurationHistogram,
-} from './request-duration-histogram.js'
-
 /**
- * A labelled counter whose increments are plain additions, handed to
- * prom-client when /metrics is scraped: the request path counts every
- * request, and prom-client's own `inc` hashes a label object each time.
+ * Every metric the service exports, for every concern (requests, the feed,
+ * tokens, streams): at the top of src/ because all of them record into it.
  */
-export type TallyCounter<Value extends string> = Counter<string> & {
-  tally(value: Value): void
-}
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
-/** Every metric the contract names, in one registry per service instance. */
+/** Every metric docs/operations.md lists, in one registry per service instance. */
 export interface Metrics {
   readonly registry: Registry
-  readonly httpRequestDuration: RequestDurationHistogram
+  readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>
   readonly snapshotLoaded: Gauge
   readonly snapshotAge: Gauge
   readonly snapshotReloads: Counter<'result'>
   readonly snapshotReloadDuration: Histogram
-  readonly tokenVerifications: TallyCounter<TokenVerificationResult>
-  readonly tokenCache: TallyCounter<'hit' | 'miss'>
+  readonly tokenVerifications: Counter<'result'>
+  readonly tokenCache: Counter<'result'>
   readonly feedListening: Gauge
   readonly jwksFetches: Counter<'result'>
   readonly eventStreams: Gauge
@@ -30,7 +21,7 @@ export interface Metrics {
   readonly eventStreamsEnded: Counter<'reason'>
 }
 
-/** The `result` label values of shell_token_verifications_total, as the contract lists them. */
+/** The `result` label values of shell_token_verifications_total. */
 const TOKEN_VERIFICATION_RESULTS = [
   'ok',
   'expired',
@@ -73,7 +64,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   }
   const metrics: Metrics = {
     registry,
-    httpRequestDuration: createRequestDurationHistogram(registry),
+    httpRequestDuration: new Histogram({
+      name: 'shell_http_request_duration_seconds',
+      help: 'Time from request to response, by route template, method and status.',
+      labelNames: ['route', 'method', 'status_code'],
+      // Responses are precomputed bytes: most take well under a millisecond.
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: [registry],
+    }),
     snapshotLoaded: new Gauge({
       name: 'shell_snapshot_loaded',
       help: '1 once a snapshot is loaded and served, else 0.',
@@ -96,21 +94,21 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    tokenVerifications: createTallyCounter(registry, {
+    tokenVerifications: new Counter({
       name: 'shell_token_verifications_total',
       help: 'Bearer token verifications (cache misses), by result.',
-      labelName: 'result',
-      values: TOKEN_VERIFICATION_RESULTS,
+      labelNames: ['result'],
+      registers: [registry],
     }),
-    tokenCache: createTallyCounter(registry, {
+    tokenCache: new Counter({
       name: 'shell_token_cache_total',
       help: 'Verified-token cache look-ups, by result.',
-      labelName: 'result',
-      values: ['hit', 'miss'],
+      labelNames: ['result'],
+      registers: [registry],
     }),
     feedListening: new Gauge({
       name: 'shell_feed_listening',
-      help: '1 while a notification sent through the pool comes back on the LISTEN connection, else 0.',
+      help: '1 while LISTEN is in place on the listening connection and it has not been found deaf, else 0.',
       registers: [registry],
     }),
     jwksFetches: new Counter({
@@ -142,38 +140,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     metrics.snapshotReloads.inc({ result }, 0)
     metrics.jwksFetches.inc({ result }, 0)
   }
+  for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
+  for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
   for (const event of ['shell', 'gone']) metrics.eventsSent.inc({ event }, 0)
   for (const reason of STREAM_END_REASONS) metrics.eventStreamsEnded.inc({ reason }, 0)
   metrics.eventStreams.set(0)
   metrics.snapshotLoaded.set(0)
   metrics.feedListening.set(0)
   return metrics
-}
-
-function createTallyCounter<Value extends string>(
-  registry: Registry,
-  options: {
-    name: string
-    help: string
-    labelName: string
-    /** Every value the label takes; each series exists, at zero, from the start. */
-    values: readonly Value[]
-  },
-): TallyCounter<Value> {
-  const tallies = new Map<string, number>(options.values.map((value) => [value, 0]))
-  const counter = new Counter({
-    name: options.name,
-    help: options.help,
-    labelNames: [options.labelName],
-    registers: [registry],
-    collect() {
-      this.reset()
-      for (const [value, tally] of tallies) this.inc({ [options.labelName]: value }, tally)
-    },
-  })
-  return Object.assign(counter, {
-    tally(value: Value) {
-      tallies.set(value, (tallies.get(value) ?? 0) + 1)
-    },
-  })
 }

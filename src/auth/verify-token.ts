@@ -88,7 +88,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     if (token.length > MAX_TOKEN_CHARS) return undefined
     const caller = cache.get(token)
     if (caller === undefined) return undefined
-    metrics.tokenCache.tally('hit')
+    metrics.tokenCache.inc({ result: 'hit' })
     // Cheap check; without it a cache-only workload would never notice removed keys.
     keyStore.refreshIfStale()
     return caller
@@ -134,14 +134,14 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
 
   async function verifyAndCount(token: string): Promise<VerifiedCaller> {
-    metrics.tokenCache.tally('miss')
+    metrics.tokenCache.inc({ result: 'miss' })
     try {
       const caller = await verifyUncached(token)
-      metrics.tokenVerifications.tally('ok')
+      metrics.tokenVerifications.inc({ result: 'ok' })
       return caller
     } catch (error) {
       const authError = toAuthError(error)
-      metrics.tokenVerifications.tally(authError.result)
+      metrics.tokenVerifications.inc({ result: authError.result })
       failureLog.record(token, authError)
       throw authError
     }

@@ -1,18 +1,13 @@
-import type { ServerResponse } from 'node:http'
+import { PassThrough } from 'node:stream'
 import type { Logger } from 'pino'
 import type { VerifiedCaller } from '../auth/verify-token.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
-import type { Snapshot } from '../snapshot/types.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { createExpiryQueue } from './expiry-queue.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
 import { createStreamGroups, type EventStream } from './stream-groups.js'
-import { type ReplyHeaders, writeStreamHead } from './stream-response.js'
-import { responseOutput, takeStreamSocket } from './stream-socket.js'
 
 export interface OpenStreamRequest {
-  readonly response: ServerResponse
-  /** Headers already set on the reply (CORS, for example), written with the stream's own. */
-  readonly headers: ReplyHeaders
   readonly appKey: string
   readonly caller: VerifiedCaller
   readonly acceptLanguage: string | undefined
@@ -22,8 +17,11 @@ export interface OpenStreamRequest {
 export interface EventStreams {
   /** Why a stream cannot open now (shutting down, or the limit reached), else undefined. */
   refusal(): 'closing' | 'full' | undefined
-  /** Starts the stream on `response`, on the app of the snapshot in service. */
-  open(request: OpenStreamRequest): void
+  /**
+   * Starts a stream on the app of the snapshot in service: its body, for the
+   * reply to send (its first event is in it already), and its language.
+   */
+  open(request: OpenStreamRequest): { readonly body: PassThrough; readonly locale: string }
   /** Ends every stream and refuses new ones: shutdown. */
   close(): void
 }
@@ -57,10 +55,7 @@ const MAX_UNSENT_BYTES = 64 * 1024
  * tokens' `exp`.
  */
 export function createEventStreams(deps: {
-  readonly snapshots: {
-    current(): Snapshot | undefined
-    onSwap(listener: (snapshot: Snapshot) => void): () => void
-  }
+  readonly snapshots: Pick<SnapshotSource, 'current' | 'onSwap'>
   readonly metrics: Metrics
   readonly logger: Logger
   readonly max: number
@@ -102,14 +97,17 @@ export function createEventStreams(deps: {
 
   function write(stream: EventStream, text: string): void {
     if (stream.ended) return
-    stream.output.write(text)
-    if (stream.output.writableLength > MAX_UNSENT_BYTES) {
+    const { output } = stream
+    output.write(text)
+    // What the reply has not taken from the stream yet: it stops taking when the socket is full.
+    const unsentBytes = output.readableLength + output.writableLength
+    if (unsentBytes > MAX_UNSENT_BYTES) {
       logger.warn(
-        { unsentBytes: stream.output.writableLength, app: stream.group.appKey },
+        { unsentBytes, app: stream.group.appKey },
         'event stream ended: the client does not read',
       )
       endStream(stream, 'overflow')
-      stream.output.destroy()
+      output.destroy()
     }
   }
 
@@ -138,16 +136,15 @@ export function createEventStreams(deps: {
     },
 
     open(request) {
-      const { appKey, response, caller } = request
+      const { appKey, caller } = request
       const snapshot = snapshots.current()
       // The route checked it (and the app) a moment ago, in the same turn of the event loop.
       if (snapshot === undefined) throw new Error('no snapshot')
-      // Its client may have left while the token was being verified: nothing to hold open.
-      if (response.destroyed) return
       // Joined in step with the app's other streams: changes not yet sent to them go first.
       const group = groups.groupFor(appKey, snapshot, caller, request.acceptLanguage)
+      const output = new PassThrough()
       const stream: EventStream = {
-        output: responseOutput(response),
+        output,
         caller,
         acceptLanguage: request.acceptLanguage,
         group,
@@ -156,20 +153,19 @@ export function createEventStreams(deps: {
       group.streams.add(stream)
       openCount += 1
       metrics.eventStreams.set(openCount)
-      const onClose = () => {
+      // The reply destroys its body when the client leaves; ended by us, it closes too.
+      output.once('close', () => {
         endStream(stream, 'client')
         groups.leave(stream)
-      }
-      stream.output.onClose(onClose)
-      writeStreamHead(response, request.headers, group.locale)
+      })
       // A reconnect that already holds the current tag gets no first event; the comment
-      // flushes the headers so the client sees the stream open.
+      // sends the head, so the client sees the stream open.
       if (request.lastEventId === `${group.variant.tag}.${caller.userTag}`)
         write(stream, KEEP_ALIVE_COMMENT)
       else sendShell(stream, group.variant.tag)
-      takeSocketSoon(stream, response, onClose)
       expiries.add(stream, caller.expiresAtMs)
       keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
+      return { body: output, locale: group.locale }
     },
 
     close() {
@@ -185,21 +181,4 @@ export function createEventStreams(deps: {
   function sendKeepAlives(): void {
     for (const stream of groups.streams()) write(stream, KEEP_ALIVE_COMMENT)
   }
-}
-
-/**
- * The head is on the socket: once the parser is done with the request (a
- * tick later), the stream needs the socket alone. Out here, not in `open`,
- * so that no closure of `open` holds the response: V8 keeps one context for
- * all closures of a call, and the stream's close listener would keep the
- * response, its request and their parser state alive with it.
- */
-function takeSocketSoon(stream: EventStream, response: ServerResponse, onClose: () => void): void {
-  process.nextTick(() => {
-    if (stream.ended) return
-    const socket = takeStreamSocket(response)
-    if (socket === undefined) return
-    stream.output = socket
-    socket.onClose(onClose)
-  })
 }

@@ -15,3 +15,5 @@ export function formatGoneEvent(appKey: string): string {
 }
 
 export const KEEP_ALIVE_COMMENT = ': keep-alive\n\n'
+
+export const EVENT_STREAM_CONTENT_TYPE = 'text/event-stream; charset=utf-8'

@@ -1,11 +1,12 @@
+import type { PassThrough } from 'node:stream'
 import type { VerifiedCaller } from '../auth/verify-token.js'
+import { haveSameItems } from '../db/vocabulary.js'
 import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
-import type { StreamOutput } from './stream-socket.js'
 
 /** A caller's open stream on one app. */
 export interface EventStream {
-  /** The response until the socket is taken from the HTTP server, then the socket. */
-  output: StreamOutput
+  /** The body of the stream's reply: what is written here goes to the client. */
+  readonly output: PassThrough
   readonly caller: VerifiedCaller
   /** Kept to choose the locale again when the app's languages change. */
   readonly acceptLanguage: string | undefined
@@ -37,7 +38,7 @@ interface AppStreams {
 }
 
 /** What a change means for one stream; the caller writes it. */
-export interface ChangeListener {
+export interface StreamChanges {
   /** The stream's variant tag moved: it gets a shell event. */
   shell(stream: EventStream, variantTag: string): void
   /** Its app was deleted: it gets `gone`, then ends. */
@@ -70,7 +71,7 @@ export interface StreamGroups {
  * of them a new snapshot changes. Writes nothing itself; `changes` hears what
  * each stream is to be sent.
  */
-export function createStreamGroups(changes: ChangeListener): StreamGroups {
+export function createStreamGroups(changes: StreamChanges): StreamGroups {
   const apps = new Map<string, AppStreams>()
 
   function groupIn(
@@ -167,8 +168,4 @@ export function createStreamGroups(changes: ChangeListener): StreamGroups {
       apps.clear()
     },
   }
-}
-
-function haveSameItems(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index])
 }

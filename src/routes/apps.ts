@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import type { TokenVerifier } from '../auth/verify-token.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { authenticateThen } from './authenticate.js'
 import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
 import {
@@ -11,32 +13,26 @@ import {
   RETRY_AFTER_HEADERS,
 } from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
-import {
-  createTaggedSender,
-  sendNotReady,
-  type TaggedRouteDeps,
-  VARY_BY_CALLER,
-  varyWithOrigin,
-} from './tagged-response.js'
-
-const APPS_ROUTE = '/api/v1/apps'
+import { sendNotReady, sendTagged, VARY_BY_CALLER, varyWithOrigin } from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
-export function registerAppsRoutes(app: FastifyInstance, deps: TaggedRouteDeps): void {
-  const { verifier, snapshots, metrics } = deps
+export function registerAppsRoutes(
+  app: FastifyInstance,
+  deps: {
+    readonly verifier: TokenVerifier
+    readonly snapshots: SnapshotSource
+    /** CORS is on: responses vary with Origin too. */
+    readonly varyByOrigin: boolean
+  },
+): void {
+  const { verifier, snapshots } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
-  const sendTagged = createTaggedSender({
-    route: APPS_ROUTE,
-    durations: metrics.httpRequestDuration,
-    hooksSetHeaders: deps.varyByOrigin,
-  })
-  app.get(APPS_ROUTE, { schema: appsSchema, config: appsConfig }, (request, reply) =>
+  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
-      const inventory = snapshot.appsInventory
-      const { etag, body } = inventory
-      return sendTagged(request, reply, { etag, vary, body: () => [body] })
+      const { etag, body } = snapshot.appsInventory
+      return sendTagged(request, reply, { etag, vary, body })
     }),
   )
 }

@@ -1,13 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import type { TokenVerifier } from '../auth/verify-token.js'
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
-import { EVENT_STREAM_CONTENT_TYPE } from '../events/stream-response.js'
+import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
 import { sendProblem } from '../http/problem.js'
-import type { Metrics } from '../metrics.js'
-import { secondsSinceReceived } from '../request-duration-histogram.js'
 import type { SnapshotSource } from '../snapshot/types.js'
-import { authenticateThen } from './authenticate.js'
+import { answerAppRequest } from './app-request.js'
 import {
   APP_KEY_PARAMS,
   BEARER_TOKEN,
@@ -22,31 +19,27 @@ import {
   RETRY_AFTER_HEADERS,
   textResponse,
 } from './documented-responses.js'
-import { sendNotReady, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
-
-const APP_KEY = new RegExp(APP_KEY_PATTERN)
-const EVENTS_ROUTE = '/api/v1/shell/:appKey/events'
+import { VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
- * caller's shell ETag. The same token, language and errors as the shell; the
- * stream itself lives in `streams` once its headers are written.
+ * caller's shell ETag. The same token, language and errors as the shell;
+ * the stream's body is written by `streams` for as long as it is open.
  */
 export function registerEventRoutes(
   app: FastifyInstance,
   deps: {
-    verifier: TokenVerifier
-    snapshots: SnapshotSource
-    streams: EventStreams
-    metrics: Metrics
+    readonly verifier: TokenVerifier
+    readonly snapshots: SnapshotSource
+    readonly streams: EventStreams
     /** CORS is on: the stream varies with Origin too. */
-    varyByOrigin: boolean
+    readonly varyByOrigin: boolean
   },
 ): void {
-  const { verifier, snapshots, streams, metrics } = deps
+  const { streams } = deps
   const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   app.get<{ Params: { appKey: string } }>(
-    EVENTS_ROUTE,
+    '/api/v1/shell/:appKey/events',
     {
       schema: {
         operationId: 'followShell',
@@ -55,17 +48,14 @@ export function registerEventRoutes(
         security: BEARER_TOKEN,
         response: eventResponses,
       },
-      config: documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
+      // Its response ends hours later: timed to its start (http/request-timing.ts).
+      config: {
+        ...documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
+        timedToHead: true,
+      },
     },
-    (request, reply) => {
-      const { appKey } = request.params
-      if (!APP_KEY.test(appKey)) return sendProblem(reply, 'notFound', 'no such app')
-      return authenticateThen(verifier, request.headers.authorization, reply, (caller) => {
-        const snapshot = snapshots.current()
-        if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
-        if (snapshot.app(appKey) === undefined) {
-          return sendProblem(reply, 'notFound', `no app "${appKey}"`)
-        }
+    (request, reply) =>
+      answerAppRequest(deps, request, reply, ({ caller, view }) => {
         const refusal = streams.refusal()
         if (refusal !== undefined) {
           return sendProblem(
@@ -77,30 +67,25 @@ export function registerEventRoutes(
             { 'retry-after': String(STREAMS_FULL_RETRY_AFTER_S) },
           )
         }
-        reply.header('vary', vary)
+        const acceptLanguage = request.headers['accept-language']
+        reply
+          .header('vary', vary)
+          .header('cache-control', 'no-cache')
+          // nginx and its kin buffer responses unless told not to; an event must not wait.
+          .header('x-accel-buffering', 'no')
+          .type(EVENT_STREAM_CONTENT_TYPE)
         // HEAD learns what a GET would start, without a stream to hold open.
-        if (request.method === 'HEAD')
-          return reply.header('content-type', EVENT_STREAM_CONTENT_TYPE).send()
-        // From here the raw response is the stream's: fastify must not send anything on it.
-        reply.hijack()
-        streams.open({
-          response: reply.raw,
-          headers: reply.getHeaders(),
-          appKey,
+        if (request.method === 'HEAD') {
+          return reply.header('content-language', view.localeFor(acceptLanguage)).send()
+        }
+        const { body, locale } = streams.open({
+          appKey: view.key,
           caller,
-          acceptLanguage: request.headers['accept-language'],
+          acceptLanguage,
           lastEventId: firstValue(request.headers['last-event-id']),
         })
-        // Timed to the stream's start: fastify's send, which times every other response, is skipped.
-        metrics.httpRequestDuration.observe(
-          EVENTS_ROUTE,
-          request.method,
-          200,
-          secondsSinceReceived(request.raw),
-        )
-        return reply
-      })
-    },
+        return reply.header('content-language', locale).send(body)
+      }),
   )
 }
 

@@ -1,11 +1,12 @@
 import type { VerifiedCaller } from '../auth/verify-token.js'
-import type { AppView, ShellVariant, Snapshot } from '../snapshot/types.js'
+import type { AppView, Snapshot } from '../snapshot/types.js'
 
-/** What a caller was last sent: the app's view, the locale, the variant for the caller's roles, the ETag. */
+/** What a caller was last sent: the app's view, the locale, the whole body and its ETag. */
 export interface LastShell {
   readonly view: AppView
   readonly locale: string
-  readonly variant: ShellVariant
+  /** The variant's head, the caller's user block and the variant's tail, joined once. */
+  readonly body: Buffer
   /** Strong ETag, quotes included: the variant's tag and the caller's. */
   readonly etag: string
 }
@@ -25,15 +26,14 @@ export type LastShellLookup = (
 
 /**
  * Most requests are a cached caller asking for the app it asked for last, so
- * each caller's last shell is remembered: a repeat skips the role-set key, the
- * variant lookup and building the ETag string.
+ * each caller's last shell is remembered, its body joined once: a repeat
+ * skips the role-set key, the variant lookup, the join and the ETag string.
  * Held weakly by caller, so an entry leaves with its token's cache entry, and
  * dropped whole when the snapshot changes, so it never keeps an old
- * snapshot's views alive; it holds at most one variant per cached caller,
- * shared by callers with the same roles. A caller verified by this very
- * request is not remembered: in a flood of new tokens most never come back,
- * and each entry would cost its insert and the collector's weak-map work; its
- * next request, a cache hit, remembers it.
+ * snapshot's views alive. A caller verified by this very request is not
+ * remembered: in a flood of new tokens most never come back, and each entry
+ * would cost its insert and the collector's weak-map work; its next request,
+ * a cache hit, remembers it.
  */
 export function createLastShellMemo(): LastShellLookup {
   let memoSnapshot: Snapshot | undefined
@@ -54,5 +54,10 @@ export function createLastShellMemo(): LastShellLookup {
 
 function shellOf(view: AppView, locale: string, caller: VerifiedCaller): LastShell {
   const variant = view.variant(caller.roles, locale)
-  return { view, locale, variant, etag: `"${variant.tag}.${caller.userTag}"` }
+  return {
+    view,
+    locale,
+    body: Buffer.concat([variant.head, caller.userBlock, variant.tail]),
+    etag: `"${variant.tag}.${caller.userTag}"`,
+  }
 }

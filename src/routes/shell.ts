@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
-import { sendProblem } from '../http/problem.js'
-import { authenticateThen } from './authenticate.js'
+import type { TokenVerifier } from '../auth/verify-token.js'
+import type { SnapshotSource } from '../snapshot/types.js'
+import { answerAppRequest } from './app-request.js'
 import {
   APP_KEY_PARAMS,
   BEARER_TOKEN,
@@ -19,34 +19,27 @@ import {
 } from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
-import {
-  createTaggedSender,
-  sendNotReady,
-  type TaggedRouteDeps,
-  VARY_BY_CALLER_AND_LANGUAGE,
-  varyWithOrigin,
-} from './tagged-response.js'
-
-const APP_KEY = new RegExp(APP_KEY_PATTERN)
-const SHELL_ROUTE = '/api/v1/shell/:appKey'
+import { sendTagged, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * Per request: a cache lookup, the language (memoized per header value), the
- * caller's last shell (else a role-set key and a memoized variant), and the
- * variant's precomputed head and tail written around the caller's user block.
+ * Per request: a token cache lookup, the language (memoized per header
+ * value), and the caller's last shell, else a role-set key, a memoized
+ * variant and the caller's user block joined into it.
  */
-export function registerShellRoutes(app: FastifyInstance, deps: TaggedRouteDeps): void {
-  const { verifier, snapshots, metrics } = deps
+export function registerShellRoutes(
+  app: FastifyInstance,
+  deps: {
+    readonly verifier: TokenVerifier
+    readonly snapshots: SnapshotSource
+    /** CORS is on: responses vary with Origin too. */
+    readonly varyByOrigin: boolean
+  },
+): void {
   const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   const lastShellOf = createLastShellMemo()
-  const sendTagged = createTaggedSender({
-    route: SHELL_ROUTE,
-    durations: metrics.httpRequestDuration,
-    hooksSetHeaders: deps.varyByOrigin,
-  })
   app.get<{ Params: { appKey: string } }>(
-    SHELL_ROUTE,
+    '/api/v1/shell/:appKey',
     {
       schema: {
         operationId: 'getShell',
@@ -56,21 +49,14 @@ export function registerShellRoutes(app: FastifyInstance, deps: TaggedRouteDeps)
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
     },
-    (request, reply) => {
-      const { appKey } = request.params
-      // A key that cannot exist is answered without verifying anything.
-      if (!APP_KEY.test(appKey)) return sendProblem(reply, 'notFound', 'no such app')
-      return authenticateThen(verifier, request.headers.authorization, reply, (caller, fresh) => {
-        const snapshot = snapshots.current()
-        if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
-        const view = snapshot.app(appKey)
-        if (view === undefined) return sendProblem(reply, 'notFound', `no app "${appKey}"`)
+    (request, reply) =>
+      answerAppRequest(deps, request, reply, ({ caller, verifiedNow, snapshot, view }) => {
         const locale = view.localeFor(request.headers['accept-language'])
-        const { variant, etag } = lastShellOf(snapshot, view, locale, caller, { remember: !fresh })
-        const body = () => [variant.head, caller.userBlock, variant.tail]
+        const { etag, body } = lastShellOf(snapshot, view, locale, caller, {
+          remember: !verifiedNow,
+        })
         return sendTagged(request, reply, { etag, vary, contentLanguage: locale, body })
-      })
-    },
+      }),
   )
 }
 

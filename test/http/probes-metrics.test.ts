@@ -200,7 +200,7 @@ t.test(
     t.equal(count('unmatched', 404), 1, 'an unknown route is counted')
     t.match(
       text,
-      /^shell_http_request_duration_seconds_bucket\{route="\/api\/v1\/shell\/:appKey",method="GET",status_code="200",le="\+Inf"\} 3$/m,
+      /^shell_http_request_duration_seconds_bucket\{le="\+Inf",route="\/api\/v1\/shell\/:appKey",method="GET",status_code="200"\} 3$/m,
       'buckets are cumulative up to +Inf',
     )
     t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
