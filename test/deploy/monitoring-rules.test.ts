@@ -9,10 +9,13 @@ import {
 } from '../../deploy/monitoring/render-prometheusrule.js'
 import { createMetrics } from '../../src/metrics.js'
 import {
+  dashboardPanels,
+  dashboardQueries,
   MONITORING_DIR,
   RULES_FILE,
   RULES_TEST_FILE,
   readAlertRules,
+  readDashboard,
   readRuleGroups,
   readRulesText,
 } from './monitoring-files.js'
@@ -22,7 +25,7 @@ import {
  * their unit tests (Debian's package `prometheus`, which .ci/run installs),
  * the PrometheusRule against the rules file it is generated from, every
  * alert's labels, texts and runbook in docs/operations.md, the
- * ServiceMonitor against the Service.
+ * ServiceMonitor against the Service, and the dashboard's import model.
  */
 
 const PROMTOOL = 'promtool'
@@ -274,3 +277,66 @@ t.test('deploy/monitoring applies on its own; deploy/kubernetes needs no CRD', a
     'no Prometheus Operator kind in the base',
   )
 })
+
+t.test('the dashboard imports as it is, on the data source chosen at import', async (t) => {
+  const dashboard = readDashboard()
+  const [input] = dashboard.__inputs
+  t.same(dashboard.__inputs.length, 1, 'one input')
+  t.match(input, { name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' })
+  // Grafana's import replaces ${DS_PROMETHEUS} with the data source chosen for the input.
+  const datasource = { type: 'prometheus', uid: `\${${input?.name}}` }
+  t.equal(dashboard.id, null, 'no database id: import creates it')
+  t.match(dashboard.uid, /^[a-z0-9-]{1,40}$/)
+  t.ok(dashboard.schemaVersion >= 39, `a current schemaVersion (${dashboard.schemaVersion})`)
+  const requires = new Set(dashboard.__requires.map((item) => `${item.type}/${item.id}`))
+  t.ok(requires.has('grafana/grafana'), 'requires Grafana')
+  t.ok(requires.has('datasource/prometheus'), 'requires the Prometheus data source')
+  const panels = dashboardPanels(dashboard)
+  t.equal(new Set(panels.map((panel) => panel.id)).size, panels.length, 'panel ids are unique')
+  for (const panel of panels.filter((candidate) => candidate.type !== 'row')) {
+    t.ok(requires.has(`panel/${panel.type}`), `${panel.title}: ${panel.type} is required`)
+    t.same(panel.datasource, datasource, `${panel.title}: on the input data source`)
+    t.ok((panel.targets ?? []).length > 0, `${panel.title}: has queries`)
+    for (const target of panel.targets ?? []) t.same(target.datasource, datasource)
+  }
+  for (const variable of dashboard.templating.list) {
+    t.same(variable.datasource, datasource, `variable ${variable.name}: on the input data source`)
+  }
+})
+
+t.test(
+  'the dashboard shows what contract section 12 lists, for the chosen instances',
+  async (t) => {
+    const queries = dashboardQueries(readDashboard())
+    const exported = exportedMetricNames()
+    for (const query of queries) {
+      const names = metricNames(query.expr)
+      t.ok(names.length > 0, `${query.panel}: reads a metric`)
+      for (const name of names) t.ok(exported.has(name), `${query.panel}: ${name} is exported`)
+      for (const [, name, selector] of query.expr.matchAll(METRIC_SELECTOR)) {
+        t.match(selector, 'job="$job", instance=~"$instance"', `${query.panel}: ${name} as chosen`)
+      }
+    }
+    const all = queries.map((query) => query.expr).join('\n')
+    const shown: [string, RegExp][] = [
+      [
+        'requests per route and status',
+        /by \(route, status_code\) \(rate\(shell_http_request_duration_seconds_count/,
+      ],
+      [
+        'latency quantiles',
+        /histogram_quantile\(0\.99, sum by \(le, route\) \(rate\(shell_http_request_duration_seconds_bucket/,
+      ],
+      ['readiness', /shell_snapshot_loaded\{/],
+      ['snapshot age', /shell_snapshot_age_seconds\{/],
+      ['reloads', /shell_snapshot_reloads_total\{/],
+      ['the feed', /shell_feed_listening\{/],
+      ['token verifications by result', /by \(result\) \(rate\(shell_token_verifications_total/],
+      ['cache hits', /shell_token_cache_total\{[^}]*result="hit"/],
+      ['key fetches', /shell_jwks_fetches_total\{/],
+      ['open streams', /shell_event_streams\{/],
+      ['events sent', /shell_events_sent_total\{/],
+    ]
+    for (const [what, pattern] of shown) t.match(all, pattern, `a panel shows ${what}`)
+  },
+)
