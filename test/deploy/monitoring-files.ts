@@ -93,3 +93,58 @@ export function dashboardQueries(
 export function variableQuery(variable: DashboardVariable): string {
   return typeof variable.query === 'string' ? variable.query : (variable.query?.query ?? '')
 }
+
+/**
+ * The signals of an alert's condition: the expression split at its top-level
+ * `and`, `or` and `unless` (their on/ignoring dropped), and each part without
+ * a top-level comparison against a number. `a > 0.1 and b > 0.05` gives `a`
+ * and `b`; a comparison between two series stays whole.
+ */
+export function alertSignals(expr: string): string[] {
+  return splitTopLevel(expr, /^(and|or|unless)\b/)
+    .map((part) => part.replace(/^\s*(on|ignoring)\s*\([^)]*\)/, ''))
+    .map(dropThresholdComparison)
+    .map((part) => part.trim())
+}
+
+function dropThresholdComparison(part: string): string {
+  const [left, right] = splitTopLevel(part, /^(==|!=|>=|<=|>|<)/, 1)
+  if (right === undefined) return part
+  return /^\s*(bool\s+)?-?[0-9.]+(e[+-]?[0-9]+)?\s*$/i.test(right) ? (left ?? part) : part
+}
+
+/**
+ * Splits at every match of `separator` outside parentheses, brackets, braces
+ * and quotes (at most `limit` times), dropping the separator itself.
+ */
+function splitTopLevel(
+  text: string,
+  separator: RegExp,
+  limit = Number.POSITIVE_INFINITY,
+): string[] {
+  const parts: string[] = []
+  let depth = 0
+  let quote: string | null = null
+  let start = 0
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text[index] as string
+    if (quote !== null) {
+      if (char === '\\') index += 1
+      else if (char === quote) quote = null
+      continue
+    }
+    if (char === '"' || char === "'" || char === '`') quote = char
+    else if ('([{'.includes(char)) depth += 1
+    else if (')]}'.includes(char)) depth -= 1
+    else if (depth === 0 && parts.length < limit && /[\s)]/.test(text[index - 1] ?? ' ')) {
+      const match = separator.exec(text.slice(index))
+      if (match !== null) {
+        parts.push(text.slice(start, index))
+        index += match[0].length - 1
+        start = index + 1
+      }
+    }
+  }
+  parts.push(text.slice(start))
+  return parts
+}

@@ -9,6 +9,7 @@ import {
 } from '../../deploy/monitoring/render-prometheusrule.js'
 import { createMetrics } from '../../src/metrics.js'
 import {
+  alertSignals,
   dashboardPanels,
   dashboardQueries,
   MONITORING_DIR,
@@ -26,6 +27,7 @@ import {
  * the PrometheusRule against the rules file it is generated from, every
  * alert's labels, texts and runbook in docs/operations.md, the
  * ServiceMonitor against the Service, and the dashboard's import model.
+ * monitoring-prometheus.test.ts runs all of it on a real Prometheus.
  */
 
 const PROMTOOL = 'promtool'
@@ -209,6 +211,19 @@ t.test('every alert the guide names is one of the rules, with its runbook', asyn
   for (const name of named) t.ok(alerts.has(name), `${name} is an alert`)
   for (const name of alerts) t.match(GUIDE, `\n### ${name}\n`, `${name} has a runbook section`)
   t.notMatch(GUIDE, /Example alert rules/, 'the examples gave way to the files')
+})
+
+t.test('alert signals: each condition without its thresholds', async (t) => {
+  t.same(alertSignals('shell_feed_listening == 0'), ['shell_feed_listening'])
+  t.same(
+    alertSignals(
+      'increase(a{result="error"}[5m]) > 0\nunless ignoring (result)\nincrease(a[5m]) > 0',
+    ),
+    ['increase(a{result="error"}[5m])', 'increase(a[5m])'],
+  )
+  t.same(alertSignals('(a / b) > 0.01\nand\nc > bool 0.01'), ['(a / b)', 'c'])
+  t.same(alertSignals('max by (job) (a or b * 0) == 0'), ['max by (job) (a or b * 0)'])
+  t.same(alertSignals('a > b'), ['a > b'], 'a comparison of two series stays whole')
 })
 
 interface Manifest {
