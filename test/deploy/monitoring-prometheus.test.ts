@@ -82,7 +82,7 @@ t.test('a real Prometheus scraping a running instance', { skip }, async (t) => {
     async () => (await prometheus.query(`up{job="${JOB}"} == 1`)).length === 1,
   )
   // After the first scrape, so that every counter below moves under Prometheus's eyes.
-  const streams = await generateTraffic(t, prometheus, base, token, databaseUrl)
+  await generateTraffic(t, prometheus, base, token, databaseUrl)
 
   await t.test('every expression of the rules and of the dashboard returns data', async (t) => {
     const rules = readAlertRules()
@@ -171,8 +171,6 @@ t.test('a real Prometheus scraping a running instance', { skip }, async (t) => {
     const listening = await prometheus.query(`shell_feed_listening{instance="${target}"}`)
     t.equal(listening[0]?.value, '1', 'listening again')
   })
-
-  for (const stream of streams) stream.close()
 })
 
 /** A database of the test's own on the private server, migrated, with seeds/ imported. */
@@ -198,8 +196,8 @@ async function prepareDatabase(adminUrl: string, databaseUrl: string): Promise<v
  * and a change in the database, which reloads the snapshot and sends events.
  * The answers go twice, a scrape apart: a series of the request histogram is
  * born at its first request, and rate() sees only what it counts after a
- * scrape has seen the series. The streams stay open (the streams panels
- * count them).
+ * scrape has seen the series. The streams stay open to the end (the streams
+ * panels count them).
  */
 async function generateTraffic(
   t: Test,
@@ -207,12 +205,13 @@ async function generateTraffic(
   base: string,
   token: string,
   databaseUrl: string,
-): Promise<{ close(): void }[]> {
+): Promise<void> {
   const streams = []
   for (let opened = 0; opened < EVENT_STREAMS_MAX; opened += 1) {
     const stream = await openEventStream(base, '/api/v1/shell/crm/events', {
       authorization: `Bearer ${token}`,
     })
+    t.teardown(() => stream.close())
     t.equal(stream.status, 200)
     await stream.waitForEvents(1)
     streams.push(stream)
@@ -233,7 +232,6 @@ async function generateTraffic(
     await writer.end()
   }
   for (const stream of streams) await stream.waitForEvents(2, 15_000)
-  return streams
 }
 
 /** 200, 304, 404, 401 (no token, a malformed one, a forged one) and a 503 (a stream too many). */
