@@ -123,6 +123,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     })
   }
 
+  deps.metrics.eventStreamsMax.set(deps.eventStreamsMax)
   const streams = createEventStreams({
     snapshots: deps.snapshots,
     metrics: deps.metrics,

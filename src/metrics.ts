@@ -17,6 +17,7 @@ export interface Metrics {
   readonly feedListening: Gauge
   readonly jwksFetches: Counter<'result'>
   readonly eventStreams: Gauge
+  readonly eventStreamsMax: Gauge
   readonly eventsSent: Counter<'event'>
   readonly eventStreamsEnded: Counter<'reason'>
 }
@@ -120,6 +121,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     eventStreams: new Gauge({
       name: 'shell_event_streams',
       help: 'Event streams open on this instance.',
+      registers: [registry],
+    }),
+    // The limit beside the count, so an alert can compare them without knowing the setting.
+    eventStreamsMax: new Gauge({
+      name: 'shell_event_streams_max',
+      help: 'EVENT_STREAMS_MAX: event streams this instance accepts.',
       registers: [registry],
     }),
     eventsSent: new Counter({

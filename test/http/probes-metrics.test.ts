@@ -136,6 +136,7 @@ const METRICS: [string, string][] = [
   ['shell_token_cache_total', 'counter'],
   ['shell_feed_listening', 'gauge'],
   ['shell_jwks_fetches_total', 'counter'],
+  ['shell_event_streams_max', 'gauge'],
 ]
 
 t.test(
@@ -171,6 +172,7 @@ t.test(
     t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
     t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
     t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
+    t.equal(sample('shell_event_streams_max'), '10000', 'EVENT_STREAMS_MAX, its default here')
     for (const result of [
       'ok',
       'expired',
