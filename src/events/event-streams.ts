@@ -2,10 +2,8 @@ import { PassThrough } from 'node:stream'
 import type { Logger } from 'pino'
 import type { VerifiedCaller } from '../auth/verify-token.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
-import type { SnapshotSource } from '../snapshot/types.js'
-import { createExpiryQueue } from './expiry-queue.js'
+import type { AppView, SnapshotSource } from '../snapshot/types.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
-import { createStreamGroups, type EventStream } from './stream-groups.js'
 
 export interface OpenStreamRequest {
   readonly appKey: string
@@ -30,8 +28,8 @@ export interface EventStreams {
 export const STREAMS_FULL_RETRY_AFTER_S = 10
 /**
  * A comment this often keeps proxies and load balancers (idle timeouts of
- * 60 s are common) from cutting a quiet stream; the contract asks for 30 s
- * at most.
+ * 60 s are common) from cutting a quiet stream; the API promises one at
+ * least every 30 s.
  */
 const KEEP_ALIVE_MS = 15_000
 /**
@@ -47,12 +45,28 @@ const MIN_FLUSH_INTERVAL_MS = 250
  */
 const MAX_UNSENT_BYTES = 64 * 1024
 
+/** A caller's open stream on one app. */
+interface EventStream {
+  /** The body of the stream's reply: what is written here goes to the client. */
+  readonly output: PassThrough
+  readonly appKey: string
+  readonly caller: VerifiedCaller
+  /** Kept to choose the locale again when the app's languages change. */
+  readonly acceptLanguage: string | undefined
+  /** The app's view the stream's tag was last taken from, and that tag. */
+  view: AppView
+  tag: string
+  /** Ends the stream at its token's `exp`. */
+  expiry: NodeJS.Timeout | undefined
+  ended: boolean
+}
+
 /**
- * The open event streams of one instance. A reload is compared app by app
- * with what the streams last saw: only apps whose view changed are looked at,
- * one variant tag per group of callers, and only streams whose tag changed
- * are written to. One timer keeps every stream alive, one ends them at their
- * tokens' `exp`.
+ * The open event streams of one instance, by app. After a reload, only the
+ * streams whose app's view changed are looked at: each one's tag is taken
+ * again (a memoized variant's, so a look-up), and only streams whose tag
+ * moved are written to. One timer keeps every stream alive; each stream has
+ * one that ends it at its token's `exp`.
  */
 export function createEventStreams(deps: {
   readonly snapshots: Pick<SnapshotSource, 'current' | 'onSwap'>
@@ -61,38 +75,41 @@ export function createEventStreams(deps: {
   readonly max: number
 }): EventStreams {
   const { snapshots, metrics, logger, max } = deps
-  const groups = createStreamGroups({
-    shell: sendShell,
-    gone(stream) {
-      if (stream.ended) return
-      write(stream, formatGoneEvent(stream.group.appKey))
-      metrics.eventsSent.inc({ event: 'gone' })
-      endStream(stream, 'gone')
-    },
-  })
+  const streamsByApp = new Map<string, Set<EventStream>>()
   let openCount = 0
   let closing = false
   let keepAliveTimer: NodeJS.Timeout | undefined
   let flushTimer: NodeJS.Timeout | undefined
   let lastFlushAtMs = 0
-  const expiries = createExpiryQueue<EventStream>({
-    expire: (stream) => endStream(stream, 'expired'),
-    isDone: (stream) => stream.ended,
-  })
   const unsubscribe = snapshots.onSwap(() => scheduleFlush())
 
   function scheduleFlush(): void {
-    if (closing || flushTimer !== undefined || groups.isEmpty) return
+    if (closing || flushTimer !== undefined || openCount === 0) return
     // At once (after the reload that called us has finished), or when the interval allows.
     const waitMs = Math.max(0, lastFlushAtMs + MIN_FLUSH_INTERVAL_MS - Date.now())
     flushTimer = setTimeout(flush, waitMs)
   }
 
+  /** Brings every stream to the snapshot in service: `shell` where its tag moved, `gone` where its app went. */
   function flush(): void {
     flushTimer = undefined
     lastFlushAtMs = Date.now()
     const snapshot = snapshots.current()
-    if (snapshot !== undefined) groups.sync(snapshot)
+    if (snapshot === undefined) return
+    for (const [appKey, streams] of streamsByApp) {
+      const view = snapshot.app(appKey)
+      for (const stream of streams) {
+        if (view === undefined) {
+          write(stream, formatGoneEvent(appKey))
+          metrics.eventsSent.inc({ event: 'gone' })
+          endStream(stream, 'gone')
+        } else if (stream.view !== view) {
+          stream.view = view
+          const tag = tagOf(stream)
+          if (tag !== stream.tag) sendShell(stream, tag)
+        }
+      }
+    }
   }
 
   function write(stream: EventStream, text: string): void {
@@ -103,7 +120,7 @@ export function createEventStreams(deps: {
     const unsentBytes = output.readableLength + output.writableLength
     if (unsentBytes > MAX_UNSENT_BYTES) {
       logger.warn(
-        { unsentBytes, app: stream.group.appKey },
+        { unsentBytes, app: stream.appKey },
         'event stream ended: the client does not read',
       )
       endStream(stream, 'overflow')
@@ -111,8 +128,9 @@ export function createEventStreams(deps: {
     }
   }
 
-  function sendShell(stream: EventStream, variantTag: string): void {
-    write(stream, formatShellEvent(`${variantTag}.${stream.caller.userTag}`))
+  function sendShell(stream: EventStream, tag: string): void {
+    stream.tag = tag
+    write(stream, formatShellEvent(tag))
     metrics.eventsSent.inc({ event: 'shell' })
   }
 
@@ -120,6 +138,10 @@ export function createEventStreams(deps: {
   function endStream(stream: EventStream, reason: StreamEndReason): void {
     if (stream.ended) return
     stream.ended = true
+    clearTimeout(stream.expiry)
+    const streams = streamsByApp.get(stream.appKey)
+    streams?.delete(stream)
+    if (streams?.size === 0) streamsByApp.delete(stream.appKey)
     openCount -= 1
     metrics.eventStreams.set(openCount)
     metrics.eventStreamsEnded.inc({ reason })
@@ -130,55 +152,68 @@ export function createEventStreams(deps: {
     }
   }
 
+  function* allStreams(): Iterable<EventStream> {
+    for (const streams of streamsByApp.values()) yield* streams
+  }
+
   return {
     refusal() {
       return closing ? 'closing' : openCount >= max ? 'full' : undefined
     },
 
     open(request) {
-      const { appKey, caller } = request
-      const snapshot = snapshots.current()
-      // The route checked it (and the app) a moment ago, in the same turn of the event loop.
-      if (snapshot === undefined) throw new Error('no snapshot')
-      // Joined in step with the app's other streams: changes not yet sent to them go first.
-      const group = groups.groupFor(appKey, snapshot, caller, request.acceptLanguage)
+      const { appKey, caller, acceptLanguage } = request
+      const view = snapshots.current()?.app(appKey)
+      // The route found the app a moment ago, in the same turn of the event loop.
+      if (view === undefined) throw new Error(`no app "${appKey}"`)
       const output = new PassThrough()
       const stream: EventStream = {
         output,
+        appKey,
         caller,
-        acceptLanguage: request.acceptLanguage,
-        group,
+        acceptLanguage,
+        view,
+        tag: '',
+        expiry: undefined,
         ended: false,
       }
-      group.streams.add(stream)
+      const streams = streamsByApp.get(appKey) ?? new Set()
+      streamsByApp.set(appKey, streams.add(stream))
       openCount += 1
       metrics.eventStreams.set(openCount)
       // The reply destroys its body when the client leaves; ended by us, it closes too.
-      output.once('close', () => {
-        endStream(stream, 'client')
-        groups.leave(stream)
-      })
+      output.once('close', () => endStream(stream, 'client'))
+      const tag = tagOf(stream)
       // A reconnect that already holds the current tag gets no first event; the comment
       // sends the head, so the client sees the stream open.
-      if (request.lastEventId === `${group.variant.tag}.${caller.userTag}`)
+      if (request.lastEventId === tag) {
+        stream.tag = tag
         write(stream, KEEP_ALIVE_COMMENT)
-      else sendShell(stream, group.variant.tag)
-      expiries.add(stream, caller.expiresAtMs)
+      } else {
+        sendShell(stream, tag)
+      }
+      // Timers cannot wait past 2^31 - 1 ms (24.8 days); no access token lives that long.
+      const untilExpiryMs = Math.min(Math.max(caller.expiresAtMs - Date.now(), 0), 2 ** 31 - 1)
+      stream.expiry = setTimeout(() => endStream(stream, 'expired'), untilExpiryMs).unref()
       keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
-      return { body: output, locale: group.locale }
+      return { body: output, locale: view.localeFor(acceptLanguage) }
     },
 
     close() {
       closing = true
       unsubscribe()
       clearTimeout(flushTimer)
-      expiries.clear()
-      for (const stream of groups.streams()) endStream(stream, 'shutdown')
-      groups.clear()
+      for (const stream of [...allStreams()]) endStream(stream, 'shutdown')
     },
   }
 
   function sendKeepAlives(): void {
-    for (const stream of groups.streams()) write(stream, KEEP_ALIVE_COMMENT)
+    for (const stream of allStreams()) write(stream, KEEP_ALIVE_COMMENT)
   }
+}
+
+/** The ETag (without its quotes) that a GET of the shell would give the stream's caller now. */
+function tagOf({ view, caller, acceptLanguage }: EventStream): string {
+  const variant = view.variant(caller.roles, view.localeFor(acceptLanguage))
+  return `${variant.tag}.${caller.userTag}`
 }

@@ -2,7 +2,6 @@ import { pino } from 'pino'
 import t from 'tap'
 import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { createEventStreams } from '../../src/events/event-streams.js'
-import { createExpiryQueue } from '../../src/events/expiry-queue.js'
 import { createMetrics } from '../../src/metrics.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
@@ -48,35 +47,5 @@ t.test(
     t.equal(await readMetric(metrics.eventStreamsEnded, { reason: 'overflow' }), 1)
     t.equal(await readMetric(metrics.eventStreams), 0, 'no longer counted as open')
     t.ok(lines.some((line) => line.includes('the client does not read')))
-  },
-)
-
-t.test(
-  'the expiry queue ends items in time order, once, skipping those already done',
-  async (t) => {
-    let nowMs = 1_000
-    const expired: string[] = []
-    const done = new Set<string>()
-    const queue = createExpiryQueue<string>({
-      expire: (item) => expired.push(item),
-      isDone: (item) => done.has(item),
-      now: () => nowMs,
-    })
-    t.teardown(() => queue.clear())
-    for (const [item, atMs] of [
-      ['c', 1_030],
-      ['a', 1_010],
-      ['d', 1_040],
-      ['b', 1_020],
-      ['e', 1_000],
-    ] as const)
-      queue.add(item, atMs)
-    done.add('d')
-    nowMs = 1_035
-    await new Promise((resolve) => setTimeout(resolve, 60))
-    t.same(expired, ['e', 'a', 'b', 'c'], 'due items in order')
-    nowMs = 2_000
-    await new Promise((resolve) => setTimeout(resolve, 60))
-    t.same(expired, ['e', 'a', 'b', 'c'], 'a done item is skipped')
   },
 )
