@@ -1,8 +1,8 @@
 import { join } from 'node:path'
 import { connectDatabase } from '../src/db/connect.js'
-import { importDefinitions, SEEDS_DIR } from '../src/db/import-definitions.js'
 import { migrateDatabase } from '../src/db/migrate.js'
 import postgres from '../src/db/postgres-driver.js'
+import { importDefinitions, SEEDS_DIR } from '../src/definitions/import-definitions.js'
 import { readDefinitionFiles } from '../src/definitions/read-definition-files.js'
 
 /** Realm roles that menu items are granted to: `role-01` … `role-20`. */

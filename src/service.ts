@@ -10,18 +10,13 @@ import {
   recordLocalIssuer,
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
-import {
-  type Config,
-  DEFAULT_ROLES_CLAIM,
-  type OidcConfig,
-  splitClaimPath,
-} from './config/config.js'
+import { type Config, localOidcConfig } from './config/config.js'
 import { hostInUrl } from './config/host-address.js'
 import { computeBackoffMs } from './db/backoff.js'
 import { connectDatabase } from './db/connect.js'
 import { databaseErrorFields } from './db/database-errors.js'
-import { seedEmptyDatabase } from './db/import-definitions.js'
 import { MigrationError, migrateDatabase } from './db/migrate.js'
+import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
@@ -78,7 +73,7 @@ export async function startService(
         : undefined
     if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
     const verifier = createTokenVerifier({
-      oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? ''),
+      oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? '', LOCAL_AUDIENCE),
       cacheMax: config.tokenCacheMax,
       failureLog: config.authFailureLog,
       logger,
@@ -175,20 +170,6 @@ async function prepareDatabaseThenFeed(context: {
     }
   }
   if (!signal.aborted) feed.start()
-}
-
-function localOidcConfig(issuer: string): OidcConfig {
-  return {
-    issuer,
-    audiences: [LOCAL_AUDIENCE],
-    discoveryUrl: issuer,
-    jwksUrl: null,
-    // Where the local issuer puts roles, as a Keycloak realm would.
-    rolesPaths: [splitClaimPath(DEFAULT_ROLES_CLAIM)],
-    clockToleranceS: 30,
-    jwksCooldownS: 30,
-    jwksMaxAgeS: 600,
-  }
 }
 
 /** Every role granted anywhere: the demo user sees every item. */

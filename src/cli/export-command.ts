@@ -1,5 +1,5 @@
-import { readAppDefinitions } from '../db/app-definitions.js'
 import { APP_KEY_PATTERN } from '../db/vocabulary.js'
+import { readAppDefinitions } from '../definitions/app-definitions.js'
 import { toDefinitionsFile } from '../definitions/to-definitions-file.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'

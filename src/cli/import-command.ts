@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { importDefinitions, planImport } from '../db/import-definitions.js'
+import { importDefinitions, planImport } from '../definitions/import-definitions.js'
 import type { AppPlan } from '../definitions/plan-app-change.js'
 import { DefinitionsError, readDefinitionFiles } from '../definitions/read-definition-files.js'
 import type { CommandContext } from './command-context.js'

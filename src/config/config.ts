@@ -140,9 +140,28 @@ function readOidc(env: Env, issuer: string): OidcConfig {
     discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
     jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
     rolesPaths,
-    clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', 30, 0, 3600),
-    jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', 30, 0, 86_400),
-    jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', 600, 1, 604_800),
+    clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', OIDC_DEFAULTS.clockToleranceS, 0, 3600),
+    jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', OIDC_DEFAULTS.jwksCooldownS, 0, 86_400),
+    jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', OIDC_DEFAULTS.jwksMaxAgeS, 1, 604_800),
+  })
+}
+
+/** The timings a provider gets unless told otherwise, the local issuer included. */
+const OIDC_DEFAULTS = { clockToleranceS: 30, jwksCooldownS: 30, jwksMaxAgeS: 600 } as const
+
+/**
+ * Local mode: the service's own issuer, verified through the same code path
+ * as a real provider (discovery, then the JWKS over HTTP), with its roles
+ * where a Keycloak realm puts them.
+ */
+export function localOidcConfig(issuer: string, audience: string): OidcConfig {
+  return Object.freeze({
+    issuer,
+    audiences: [audience],
+    discoveryUrl: issuer,
+    jwksUrl: null,
+    rolesPaths: [splitClaimPath(DEFAULT_ROLES_CLAIM)],
+    ...OIDC_DEFAULTS,
   })
 }
 

@@ -101,13 +101,6 @@ export function compareCodeUnits(a: string, b: string): number {
 }
 
 /** Entries of a record or map in code-unit order of their keys. */
-export function sortedEntries<T>(entries: Iterable<readonly [string, T]>): [string, T][] {
-  return [...entries]
-    .map(([key, value]): [string, T] => [key, value])
-    .sort(([a], [b]) => compareCodeUnits(a, b))
-}
-
-/** True when both lists hold the same items in the same order. */
-export function haveSameItems<T>(a: readonly T[], b: readonly T[]): boolean {
-  return a.length === b.length && a.every((item, index) => item === b[index])
+export function sortedEntries<T>(entries: Iterable<[string, T]>): [string, T][] {
+  return [...entries].sort(([a], [b]) => compareCodeUnits(a, b))
 }

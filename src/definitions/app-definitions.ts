@@ -1,10 +1,7 @@
-import { planAppChange } from '../definitions/plan-app-change.js'
-import { sortLabels } from '../definitions/sort-labels.js'
-import type { AppDefinition, BrandingDefinition, ItemDefinition } from '../definitions/types.js'
-import type { Sql } from './connect.js'
-import type postgres from './postgres-driver.js'
-import type { AppRow, BrandingRow, MenuItemRow } from './read-snapshot-rows.js'
-import { columnValues, selectColumns } from './select-columns.js'
+import type { Sql } from '../db/connect.js'
+import type postgres from '../db/postgres-driver.js'
+import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
+import { columnValues, selectColumns } from '../db/select-columns.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
@@ -14,7 +11,10 @@ import {
   mapZones,
   ZONES,
   type Zone,
-} from './vocabulary.js'
+} from '../db/vocabulary.js'
+import { planAppChange } from './plan-app-change.js'
+import { sortLabels } from './sort-labels.js'
+import type { AppDefinition, BrandingDefinition, ItemDefinition } from './types.js'
 
 type Queryable = postgres.TransactionSql
 

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { compareCodeUnits } from '../db/vocabulary.js'
 
 /**
  * Values as a dry run prints them to a person reviewing a change: text
@@ -35,10 +36,6 @@ export function describeJson(value: unknown): string {
       ? Object.fromEntries(Object.entries(nested).sort(([a], [b]) => compareCodeUnits(a, b)))
       : nested,
   )
-}
-
-function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
 }
 
 /** `field old → new` for each field that differs, in the describers' order. */

@@ -2,15 +2,15 @@ import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
-import { type AppPlan, planAppChange } from '../definitions/plan-app-change.js'
-import { readDefinitionFiles } from '../definitions/read-definition-files.js'
-import type { AppDefinition } from '../definitions/types.js'
+import type { Sql } from '../db/connect.js'
 import {
   type ApplyOutcome,
   applyAppDefinition,
   readAppDefinitionsByKey,
 } from './app-definitions.js'
-import type { Sql } from './connect.js'
+import { type AppPlan, planAppChange } from './plan-app-change.js'
+import { readDefinitionFiles } from './read-definition-files.js'
+import type { AppDefinition } from './types.js'
 
 /** `seeds/` at the package root: loaded into an empty database at a local start. */
 export const SEEDS_DIR = fileURLToPath(new URL('../../seeds/', import.meta.url))

@@ -77,7 +77,7 @@ export function registerPreviewRoutes(
       if (snapshot === undefined) return sendNotReady(reply, deps.snapshots.notReadyReason())
       const grantedRoles: Record<string, string[]> = {}
       for (const key of snapshot.appKeys)
-        grantedRoles[key] = [...(snapshot.app(key)?.grantedRoles ?? [])].sort()
+        grantedRoles[key] = [...(snapshot.app(key)?.grantedRoles ?? [])]
       return reply.header('cache-control', 'no-store').send({ grantedRoles })
     },
   )

@@ -1,9 +1,8 @@
+import { compareCodeUnits } from '../db/vocabulary.js'
 import { parseAcceptLanguage } from '../http/accept-language.js'
-import { ImmutableSet } from './immutable-set.js'
 import { lookUpLocale, truncationsOf } from './locale-lookup.js'
 import type { MenuTrees } from './menu-tree.js'
 import { type RenderLocale, renderShellVariant } from './render.js'
-import { createRoleSetKeyFunction, intersectRoles } from './role-set.js'
 import type { AppView, ShellVariant } from './types.js'
 import type { VariantCache } from './variant-cache.js'
 
@@ -37,12 +36,11 @@ export function createAppView(
   variants: VariantCache,
   /**
    * Names this app's content in the variant cache, which outlives snapshots;
-   * ends with "\0". A variant's key is this + roleSetKey + "\0" + locale.
+   * ends with "\0". A variant's key is this + the caller's relevant roles + "\0" + locale.
    */
   cacheKeyPrefix: string,
 ): AppView {
-  const grantedRoles: ReadonlySet<string> = new ImmutableSet(menus.grantedRoles)
-  const roleSetKey = createRoleSetKeyFunction(grantedRoles)
+  const { grantedRoles } = menus
   const { defaultLocale, byLowercase } = appLocales
   const defaultLowercase = defaultLocale.toLowerCase()
   const renderLocales = new Map<string, RenderLocale>()
@@ -78,28 +76,25 @@ export function createAppView(
   }
 
   const variant = (callerRoles: readonly string[], locale: string): ShellVariant => {
-    const key = roleSetKey(callerRoles)
-    const cacheKey = `${cacheKeyPrefix}${key}\0${locale}`
+    // Callers holding the same of the app's granted roles see the same menus. Their roles
+    // come sorted from the token (auth/verified-caller.ts), so the list is canonical.
+    const relevantRoles = callerRoles.filter((role) => grantedRoles.has(role))
+    const cacheKey = `${cacheKeyPrefix}${JSON.stringify(relevantRoles)}\0${locale}`
     const cached = variants.get(cacheKey)
     if (cached !== undefined) return cached
     const renderLocale = renderLocales.get(locale)
     if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
-    const relevantRoles = new Set(intersectRoles(callerRoles, grantedRoles))
-    const rendered = renderShellVariant(head, menus.roots, relevantRoles, renderLocale)
+    const rendered = renderShellVariant(head, menus.roots, new Set(relevantRoles), renderLocale)
     variants.set(cacheKey, cacheKeyPrefix, rendered)
     return rendered
   }
 
   return Object.freeze({
     key: appKey,
-    grantedRoles,
+    grantedRoles: Object.freeze([...grantedRoles].sort(compareCodeUnits)),
     defaultLocale,
     locales: Object.freeze([...byLowercase.values()].sort(compareCodeUnits)),
     localeFor,
     variant,
   })
-}
-
-function compareCodeUnits(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
 }

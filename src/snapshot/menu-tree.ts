@@ -1,22 +1,12 @@
 import type { MenuItemRow } from '../db/read-snapshot-rows.js'
-import { ZONES, type Zone } from '../db/vocabulary.js'
+import { compareCodeUnits, sortedEntries, ZONES, type Zone } from '../db/vocabulary.js'
 import { renderItemOpenJson } from './render.js'
 import type { ItemLabels, MenuNode } from './types.js'
-
-/** An item that no root leads to: its parent is missing, in another zone, or in a cycle. */
-export interface UnreachableItem {
-  readonly row: MenuItemRow
-  readonly parentItemKey: string | null
-  readonly grants: readonly string[]
-  readonly labels: ItemLabels | undefined
-}
 
 export interface MenuTrees {
   readonly roots: ReadonlyMap<Zone, readonly MenuNode[]>
   /** Roles granted on reachable items: the only roles that can change what a caller sees. */
   readonly grantedRoles: ReadonlySet<string>
-  /** Kept for the snapshot version only; never shown. */
-  readonly unreachable: readonly UnreachableItem[]
 }
 
 const NO_GRANTS: readonly string[] = Object.freeze([])
@@ -25,8 +15,9 @@ const NO_LABELS: ReadonlyMap<string, ItemLabels> = new Map()
 
 /**
  * Builds the four zone trees of one app, ordered by position, then id, at
- * every level. Items that no root leads to are set aside rather than
- * rejected: the database forbids them, and a reload must not fail on them.
+ * every level. Items that no root leads to (a parent missing, in another
+ * zone, or in a cycle) are left out rather than rejected: the database
+ * forbids them, and a reload must not fail on them.
  */
 export function buildMenuTrees(
   items: readonly MenuItemRow[],
@@ -76,13 +67,7 @@ export function buildMenuTrees(
     const labels = labelsByItemId.get(row.id)
     // Sorted by tag, so that the order rows were read in never shows (in the version, say).
     const localizedLabels =
-      labels === undefined
-        ? null
-        : Object.freeze([...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).flat())
-    const fixedJson =
-      grants.length === 0 && children.every((child) => child.fixedJson !== null)
-        ? `${openJson}${children.map((child) => child.fixedJson).join(',')}]}`
-        : null
+      labels === undefined ? null : Object.freeze(sortedEntries(labels).flat())
     return Object.freeze({
       position: row.position,
       hasHref: row.href !== null,
@@ -92,23 +77,12 @@ export function buildMenuTrees(
       labelStart,
       labelEnd,
       localizedLabels,
-      labelled: localizedLabels !== null || children.some((child) => child.labelled),
-      fixedJson,
     })
   }
 
   const roots = new Map<Zone, readonly MenuNode[]>()
   for (const [zone, rows] of rootRows) roots.set(zone, buildNodes(rows))
-
-  const unreachable = items
-    .filter((row) => !placed.has(row))
-    .map((row) => ({
-      row,
-      parentItemKey: row.parentId === null ? null : (itemsById.get(row.parentId)?.itemKey ?? null),
-      grants: grantsByItemId.get(row.id) ?? NO_GRANTS,
-      labels: labelsByItemId.get(row.id),
-    }))
-  return { roots, grantedRoles, unreachable }
+  return { roots, grantedRoles }
 }
 
 /** Display order: position, then id as a number (ids are bigint decimal strings). */
@@ -119,5 +93,5 @@ export function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
 function compareDecimalIds(a: string, b: string): number {
   // Identity columns never have leading zeros, so a longer id is a larger one.
   if (a.length !== b.length) return a.length - b.length
-  return a < b ? -1 : a > b ? 1 : 0
+  return compareCodeUnits(a, b)
 }

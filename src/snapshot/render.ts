@@ -135,7 +135,6 @@ function renderVisibleNode(
   labelForms: readonly string[],
 ): string | null {
   if (node.grants.length > 0 && !node.grants.some((role) => callerRoles.has(role))) return null
-  if (node.fixedJson !== null && (labelForms.length === 0 || !node.labelled)) return node.fixedJson
   const childrenJson = renderVisibleNodes(node.children, callerRoles, labelForms)
   if (childrenJson === '' && !node.hasHref && node.children.length > 0) return null
   return `${openJsonIn(node, labelForms)}${childrenJson}]}`

@@ -20,14 +20,6 @@ export interface MenuNode {
    * fields are spliced around another label only when a variant is rendered.
    */
   readonly localizedLabels: readonly string[] | null
-  /** True when the item or an item below it has a label in another locale. */
-  readonly labelled: boolean
-  /**
-   * The whole subtree's JSON, in the default locale, when no item in it has a
-   * grant: its rendering cannot depend on the caller, so variants copy it
-   * instead of walking it (in other locales too, when no item of it is labelled).
-   */
-  readonly fixedJson: string | null
 }
 
 /** An item's labels in locales other than its app's default, by lowercased tag. */
@@ -58,9 +50,9 @@ export interface AppView {
   /**
    * Every role granted on any item of the app that a root leads to (items
    * cut off by a missing parent or a cycle are never shown, so their grants
-   * cannot matter). Immutable: `add`, `delete` and `clear` throw.
+   * cannot matter), sorted.
    */
-  readonly grantedRoles: ReadonlySet<string>
+  readonly grantedRoles: readonly string[]
   /** The language of `menu_items.label`, as stored. */
   readonly defaultLocale: string
   /** The default locale and every locale of the app's labels, as stored, sorted. */
@@ -73,9 +65,8 @@ export interface AppView {
   localeFor(acceptLanguage: string | undefined): string
   /**
    * The response variant for these caller roles in one of the app's locales,
-   * rendered once and memoized by role-set key and locale: callers holding
-   * the same roles of the app's granted ones share one variant (see
-   * role-set.ts).
+   * rendered once and memoized by the caller's roles among the app's granted
+   * ones, and the locale: callers holding the same of them share one variant.
    */
   variant(callerRoles: readonly string[], locale: string): ShellVariant
 }

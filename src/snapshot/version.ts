@@ -1,8 +1,8 @@
 import type { AppRow, BrandingRow } from '../db/read-snapshot-rows.js'
 import { ZONES } from '../db/vocabulary.js'
 import { contentTag } from '../http/content-tag.js'
-import type { MenuTrees, UnreachableItem } from './menu-tree.js'
-import type { ItemLabels, MenuNode } from './types.js'
+import type { MenuTrees } from './menu-tree.js'
+import type { MenuNode } from './types.js'
 
 /** What one app contributes to the snapshot version. */
 export interface VersionedApp {
@@ -12,11 +12,10 @@ export interface VersionedApp {
 }
 
 /**
- * A hash of the whole content, as it is and not as it is shown: a grant, a
- * branding row equal to the fallback, or an unreachable item all count.
- * Items are named by item_key and placed by their tree position (which
- * already encodes the order by position, then id), so row ids, row order and
- * load time never change the version.
+ * A hash of the content, as it is and not only as it is shown: a grant, or
+ * a branding row equal to the fallback, counts. Items are named by item_key
+ * and placed by their tree position (which already encodes the order by
+ * position, then id), so row ids, row order and load time never change it.
  */
 export function computeSnapshotVersion(appHashesByKey: readonly string[]): string {
   return contentTag(appHashesByKey.join(','))
@@ -25,17 +24,12 @@ export function computeSnapshotVersion(appHashesByKey: readonly string[]): strin
 /**
  * One app's share of the version, kept with the built app: a reload that
  * reuses the app reuses its hash, so the version of an incremental build
- * equals that of a full build of the same content.
+ * equals that of a full build of the same content. It also names the app's
+ * content in the variant cache, and tells a rebuilt app that did not change.
  */
-export function computeAppHash(app: VersionedApp): string {
-  return contentTag(describeApp(app))
-}
-
-// The descriptions are JSON built from the fragments the renderer already
-// serialized (an item's openJson), which keeps hashing a 50,000-item
-// snapshot cheap; JSON's quoting keeps every field unambiguous.
-
-function describeApp({ app, branding, menus }: VersionedApp): string {
+export function computeAppHash({ app, branding, menus }: VersionedApp): string {
+  // JSON built from the fragments the renderer already serialized (an item's openJson), which
+  // keeps hashing a 50,000-item snapshot cheap; JSON's quoting keeps every field unambiguous.
   const appFields = JSON.stringify([
     app.appKey,
     app.name,
@@ -55,10 +49,7 @@ function describeApp({ app, branding, menus }: VersionedApp): string {
         ],
   ])
   const zones = ZONES.map((zone) => `[${describeNodes(menus.roots.get(zone) ?? [])}]`)
-  const unreachable = JSON.stringify(
-    [...menus.unreachable].sort(compareByItemKey).map(describeUnreachable),
-  )
-  return `[${appFields},${zones.join(',')},${unreachable}]`
+  return contentTag(`[${appFields},${zones.join(',')}]`)
 }
 
 function describeNodes(nodes: readonly MenuNode[]): string {
@@ -68,29 +59,4 @@ function describeNodes(nodes: readonly MenuNode[]): string {
 function describeNode({ position, grants, openJson, localizedLabels, children }: MenuNode): string {
   const localized = JSON.stringify(localizedLabels ?? [])
   return `[${JSON.stringify(position)},${JSON.stringify(grants)},${localized},${openJson}${describeNodes(children)}]}]`
-}
-
-/** Entries sorted by tag, so that the order rows were read in never counts. */
-function describeLabels(labels: ItemLabels | undefined): string[][] {
-  return [...(labels ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-}
-
-function describeUnreachable({ row, parentItemKey, grants, labels }: UnreachableItem): unknown {
-  return [
-    row.itemKey,
-    row.zone,
-    parentItemKey,
-    row.position,
-    row.kind,
-    row.label,
-    row.icon,
-    row.href,
-    row.external,
-    grants,
-    describeLabels(labels),
-  ]
-}
-
-function compareByItemKey(a: UnreachableItem, b: UnreachableItem): number {
-  return a.row.itemKey < b.row.itemKey ? -1 : a.row.itemKey > b.row.itemKey ? 1 : 0
 }

@@ -7,7 +7,7 @@ import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.j
 function countingView(key: string): AppView & { calls: number } {
   const view = {
     key,
-    grantedRoles: new Set<string>(),
+    grantedRoles: [],
     defaultLocale: 'en',
     locales: ['de', 'en'],
     localeFor: () => 'en',

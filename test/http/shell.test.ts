@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { SEEDS_DIR } from '../../src/db/import-definitions.js'
+import { SEEDS_DIR } from '../../src/definitions/import-definitions.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 
