@@ -159,7 +159,7 @@ function describeClientError(error: Error): string {
 
 /**
  * Answers what the HTTP parser refused as a problem too, as fastify's default
- * handler would but in the contract's format, then closes the connection:
+ * handler would but as RFC 9457 problem details, then closes the connection:
  * after a parse error the rest of its bytes cannot be trusted.
  */
 function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {

@@ -80,7 +80,7 @@ export function summarizeError(error: unknown): ErrorSummary {
  * Maps a verification failure to its metric result and a safe description,
  * by error class and jose `code`, never by message text. Choices worth noting:
  * - a not-yet-valid token (`nbf`) counts as `expired`: both are "outside its
- *   validity window", and the contract groups them in one row;
+ *   validity window", and the API's error table groups them in one row;
  * - a disallowed algorithm (`none`, `HS*`) counts as `invalid_signature`: the
  *   token is not signed the way the provider signs;
  * - a wrong header or payload `typ`, a missing `sub`/`exp` and any other claim

@@ -20,7 +20,7 @@ export function buildVerifiedCaller(
   rolesPaths: readonly ClaimPath[],
 ): VerifiedCaller {
   const roles = Object.freeze(readRoles(payload, rolesPaths))
-  // Key order is part of the contract: the bytes, and so the ETag, must not vary.
+  // Key order is fixed (README, HTTP API): the bytes, and so the ETag, must not vary.
   const userJson = JSON.stringify({
     sub: payload.sub,
     username: readOptionalString(payload.preferred_username),

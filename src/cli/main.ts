@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `shell-data`: the operator's commands (the contract's command table). Each prints
+ * `shell-data`: the operator's commands (README, commands). Each prints
  * its result on stdout, problems on stderr, and exits 1 on failure.
  */
 import pino from 'pino'

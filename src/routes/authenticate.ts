@@ -11,7 +11,7 @@ const KEYS_RETRY_AFTER_S = '5'
  * Authenticates a request and hands the caller to `respond`, with whether
  * the token was verified just now (else it came from the cache). A cached
  * token is answered synchronously (no promise, no microtask); a new one is
- * verified first. Every failure becomes the contract's 401 or 503.
+ * verified first. Every failure becomes the API's 401 or 503 (README, HTTP API).
  */
 export function authenticateThen(
   verifier: TokenVerifier,

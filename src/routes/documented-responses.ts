@@ -100,7 +100,7 @@ export const RETRY_AFTER_HEADERS: Headers = {
   },
 }
 
-/** A JSON body the route sends; `headers` are the ones the contract pins on it. */
+/** A JSON body the route sends; `headers` are the ones the route always sends with it. */
 export function jsonResponse(description: string, schema: object, headers: Headers = {}) {
   return withHeaders({ description, content: { [JSON_MEDIA_TYPE]: { schema } } }, headers)
 }

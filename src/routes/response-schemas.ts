@@ -2,7 +2,7 @@ import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../db/vocabul
 import { problemSchema } from '../http/problem.js'
 
 /**
- * Response schemas of the API as the contract fixes them. The 200 bodies are
+ * Response schemas of the API as the README documents them. The 200 bodies are
  * precomputed bytes, so these document and are checked by tests; fastify's
  * serializer never runs on the hot path.
  */
@@ -36,7 +36,7 @@ export const menuItemSchema = {
 }
 const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
 
-/** The shell response as the contract fixes it; documentation only, since the bytes are precomputed. */
+/** The shell response as the README documents it; documentation only, since the bytes are precomputed. */
 export const shellBodySchema = {
   type: 'object',
   required: ['app', 'branding', 'user', 'menus', 'locale'],

@@ -1,11 +1,7 @@
 import t from 'tap'
 import { describeTokenForLog } from '../../src/auth/failure-log.js'
-import {
-  authenticated,
-  readCount,
-  setUpVerifier,
-  type VerifierFixture,
-} from './verifier-fixture.js'
+import { readMetric } from '../helpers/metrics.js'
+import { authenticated, setUpVerifier, type VerifierFixture } from './verifier-fixture.js'
 
 const FAILURE_MESSAGE = 'token verification failed'
 const HEADER_FIELDS = ['alg', 'kid', 'typ']
@@ -101,7 +97,7 @@ t.test(
     )
     for (const token of garbage) await authenticated(fixture.verifier, token).catch(() => undefined)
     t.equal(failureLines(fixture).length, 10, 'at most 10 lines per window')
-    t.equal(await readCount(fixture.metrics.tokenVerifications, 'malformed'), 15)
+    t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'malformed' }), 15)
 
     fixture.clock.advance(10_000)
     await authenticated(fixture.verifier, 'one-more-garbage-token').catch(() => undefined)

@@ -1,13 +1,9 @@
 import t from 'tap'
 import { rewriteToDiscoveryOrigin } from '../../src/auth/jwks-location.js'
 import { AuthError } from '../../src/auth/verify-token.js'
-import {
-  authenticated,
-  isServedFromCache,
-  readCount,
-  setUpVerifier,
-  waitFor,
-} from './verifier-fixture.js'
+import { readMetric } from '../helpers/metrics.js'
+import { waitFor } from '../helpers/wait.js'
+import { authenticated, isServedFromCache, setUpVerifier } from './verifier-fixture.js'
 
 const refusalOf = (promise: Promise<unknown>) =>
   promise.then(
@@ -28,7 +24,11 @@ t.test('keys are fetched lazily, once, however many callers arrive together', as
   )
   t.equal(fixture.server.requests.discovery, 1)
   t.equal(fixture.server.requests.jwks, 1)
-  t.equal(await readCount(fixture.metrics.jwksFetches, 'success'), 2, 'discovery and key set')
+  t.equal(
+    await readMetric(fixture.metrics.jwksFetches, { result: 'success' }),
+    2,
+    'discovery and key set',
+  )
 })
 
 t.test(
@@ -69,7 +69,7 @@ t.test(
     t.ok(first instanceof AuthError)
     t.equal((first as AuthError).kind, 'keys_unavailable')
     t.equal((first as AuthError).result, 'keys_unavailable')
-    t.equal(await readCount(metrics.jwksFetches, 'error'), 1)
+    t.equal(await readMetric(metrics.jwksFetches, { result: 'error' }), 1)
     const requestsAfterFirst = server.requests.paths.length
 
     const second = await refusalOf(authenticated(verifier, token))
@@ -84,13 +84,13 @@ t.test(
       'keys_unavailable',
       'a dropped connection is also unavailability',
     )
-    t.equal(await readCount(metrics.jwksFetches, 'error'), 2)
+    t.equal(await readMetric(metrics.jwksFetches, { result: 'error' }), 2)
 
     server.setAvailability('up')
     clock.advance(1_100)
     t.equal((await authenticated(verifier, token)).sub, 'user-1', 'recovers on its own')
-    t.equal(await readCount(metrics.tokenVerifications, 'keys_unavailable'), 3)
-    t.equal(await readCount(metrics.tokenVerifications, 'ok'), 1)
+    t.equal(await readMetric(metrics.tokenVerifications, { result: 'keys_unavailable' }), 3)
+    t.equal(await readMetric(metrics.tokenVerifications, { result: 'ok' }), 1)
   },
 )
 
@@ -140,13 +140,13 @@ t.test(
     const fresh = await authenticated(verifier, await server.sign({ sub: 'fresh' }))
     t.equal(fresh.sub, 'fresh', 'an uncached token with a known kid verifies')
     await waitFor(
-      async () => (await readCount(metrics.jwksFetches, 'error')) === 1,
+      async () => (await readMetric(metrics.jwksFetches, { result: 'error' })) === 1,
       'the failed refresh',
     )
     t.ok(await isServedFromCache(verifier, cachedToken), 'cached tokens stay')
     t.equal((await authenticated(verifier, await server.sign({ sub: 'again' }))).sub, 'again')
     t.equal(
-      await readCount(metrics.jwksFetches, 'error'),
+      await readMetric(metrics.jwksFetches, { result: 'error' }),
       1,
       'a failed refresh is not retried at once',
     )
@@ -215,7 +215,7 @@ t.test('a discovery document without a usable jwks_uri counts as a failed fetch'
   fixture.server.setAdvertisedJwksUri('not a url')
   const error = await refusalOf(authenticated(fixture.verifier, await fixture.server.sign()))
   t.equal((error as AuthError).kind, 'keys_unavailable')
-  t.equal(await readCount(fixture.metrics.jwksFetches, 'error'), 1)
+  t.equal(await readMetric(fixture.metrics.jwksFetches, { result: 'error' }), 1)
 })
 
 t.test('close() stops a verifier that never had keys from fetching', async (t) => {

@@ -2,7 +2,8 @@ import t from 'tap'
 import { createTokenCache } from '../../src/auth/token-cache.js'
 import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { AuthError } from '../../src/auth/verify-token.js'
-import { authenticated, isServedFromCache, readCount, setUpVerifier } from './verifier-fixture.js'
+import { readMetric } from '../helpers/metrics.js'
+import { authenticated, isServedFromCache, setUpVerifier } from './verifier-fixture.js'
 
 /** Counts WebCrypto signature checks, which is where jose does the expensive part of verification. */
 function countSignatureChecks(t: { teardown(fn: () => unknown): void }): () => number {
@@ -31,9 +32,13 @@ t.test('a cache hit does no signature verification and counts a hit', async (t) 
   t.equal(second, first, 'the same caller object, user block included')
   t.equal(third, first, 'answered at once, without a promise')
   const { tokenCache, tokenVerifications } = fixture.metrics
-  t.equal(await readCount(tokenCache, 'miss'), 1)
-  t.equal(await readCount(tokenCache, 'hit'), 2)
-  t.equal(await readCount(tokenVerifications, 'ok'), 1, 'verifications count misses only')
+  t.equal(await readMetric(tokenCache, { result: 'miss' }), 1)
+  t.equal(await readMetric(tokenCache, { result: 'hit' }), 2)
+  t.equal(
+    await readMetric(tokenVerifications, { result: 'ok' }),
+    1,
+    'verifications count misses only',
+  )
   t.equal(fixture.server.requests.paths.length, 2, 'discovery and JWKS fetched once, lazily')
 })
 
@@ -48,7 +53,7 @@ t.test('an entry never outlives its exp', async (t) => {
   // Within the 30 s clock tolerance a fresh verification still passes, but it is not cached again.
   t.notOk(await isServedFromCache(fixture.verifier, token), 'not served after exp')
   t.notOk(await isServedFromCache(fixture.verifier, token), 'past exp nothing is cached')
-  t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 3)
+  t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'ok' }), 3)
   t.equal((await authenticated(fixture.verifier, token)).sub, 'user-1')
   fixture.clock.advance(60_000)
   const error = await authenticated(fixture.verifier, token).catch((caught) => caught)
@@ -104,16 +109,16 @@ t.test('authenticate() looks up once: a sync hit, or one counted miss', async (t
   const caller = await pending
   t.equal(caller.sub, 'user-1')
   const { tokenCache, tokenVerifications } = fixture.metrics
-  t.equal(await readCount(tokenCache, 'miss'), 1)
-  t.equal(await readCount(tokenCache, 'hit'), 0)
+  t.equal(await readMetric(tokenCache, { result: 'miss' }), 1)
+  t.equal(await readMetric(tokenCache, { result: 'hit' }), 0)
   t.equal(fixture.verifier.authenticate(token), caller, 'a cached token is answered at once')
-  t.equal(await readCount(tokenCache, 'hit'), 1)
-  t.equal(await readCount(tokenCache, 'miss'), 1)
-  t.equal(await readCount(tokenVerifications, 'ok'), 1)
+  t.equal(await readMetric(tokenCache, { result: 'hit' }), 1)
+  t.equal(await readMetric(tokenCache, { result: 'miss' }), 1)
+  t.equal(await readMetric(tokenVerifications, { result: 'ok' }), 1)
 
   const refused = fixture.verifier.authenticate('not-a-token')
   const error = await Promise.resolve(refused).catch((caught: unknown) => caught)
   t.ok(error instanceof AuthError)
-  t.equal(await readCount(tokenCache, 'miss'), 2, 'a refused token counts one miss')
-  t.equal(await readCount(tokenVerifications, 'malformed'), 1)
+  t.equal(await readMetric(tokenCache, { result: 'miss' }), 2, 'a refused token counts one miss')
+  t.equal(await readMetric(tokenVerifications, { result: 'malformed' }), 1)
 })

@@ -1,5 +1,4 @@
 import { pino } from 'pino'
-import type { Counter } from 'prom-client'
 import {
   createTokenVerifier,
   type TokenVerifier,
@@ -101,23 +100,6 @@ export async function setUpVerifier(
       })
       return rawLog.filter((line) => secrets.some((secret) => line.includes(secret)))
     },
-  }
-}
-
-export async function readCount(counter: Counter<'result'>, result: string): Promise<number> {
-  const { values } = await counter.get()
-  return values.find((value) => value.labels.result === result)?.value ?? 0
-}
-
-/** Polls for a background effect (a refresh) without betting on how long it takes. */
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + 10_000
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
   }
 }
 

@@ -3,7 +3,8 @@ import { AuthError } from '../../src/auth/verify-token.js'
 import { contentTag } from '../../src/http/content-tag.js'
 import type { TokenVerificationResult } from '../../src/metrics.js'
 import type { JwksServer } from '../helpers/jwks-server.js'
-import { authenticated, isServedFromCache, readCount, setUpVerifier } from './verifier-fixture.js'
+import { readMetric } from '../helpers/metrics.js'
+import { authenticated, isServedFromCache, setUpVerifier } from './verifier-fixture.js'
 
 /** Flips one character in the middle of the signature, so the bytes surely change. */
 function tamperSignature(token: string): string {
@@ -118,8 +119,8 @@ for (const refusal of refusals) {
     t.equal(authError.kind, 'invalid_token')
     t.equal(authError.result, refusal.result)
     t.notOk(authError.description.includes(token), 'description does not echo the token')
-    t.equal(await readCount(fixture.metrics.tokenVerifications, refusal.result), 1)
-    t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 0)
+    t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: refusal.result }), 1)
+    t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'ok' }), 0)
     t.notOk(await isServedFromCache(fixture.verifier, token), 'a refused token is not cached')
     t.same(fixture.leaks(), [])
   })
@@ -146,7 +147,7 @@ t.test('an unknown kid is refused after exactly one re-fetch', async (t) => {
   t.equal((error as AuthError).result, 'unknown_kid')
   t.equal((error as AuthError).kind, 'invalid_token')
   t.equal(fixture.server.requests.jwks, 2, 'one permitted re-fetch')
-  t.equal(await readCount(fixture.metrics.tokenVerifications, 'unknown_kid'), 1)
+  t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'unknown_kid' }), 1)
 })
 
 t.test('header typ absent, JWT, at+jwt and application/at+jwt are accepted', async (t) => {
@@ -155,14 +156,14 @@ t.test('header typ absent, JWT, at+jwt and application/at+jwt are accepted', asy
     const caller = await authenticated(fixture.verifier, await fixture.server.sign({}, { typ }))
     t.equal(caller.sub, 'user-1', `typ ${typ ?? '(absent)'}`)
   }
-  t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 5)
+  t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'ok' }), 5)
 })
 
 t.test('payload typ absent or Bearer is accepted', async (t) => {
   const fixture = await setUpVerifier(t)
   await authenticated(fixture.verifier, await fixture.server.sign({ typ: undefined }))
   await authenticated(fixture.verifier, await fixture.server.sign({ typ: 'Bearer' }))
-  t.equal(await readCount(fixture.metrics.tokenVerifications, 'ok'), 2)
+  t.equal(await readMetric(fixture.metrics.tokenVerifications, { result: 'ok' }), 2)
 })
 
 t.test('EC and RSA keys both verify; a second audience is accepted', async (t) => {
@@ -208,7 +209,7 @@ t.test('roles follow a custom OIDC_ROLES_CLAIM path', async (t) => {
   t.same(wrongShape.roles, [])
 })
 
-t.test('the user block is exact JSON in contract key order, tagged once', async (t) => {
+t.test('the user block is exact JSON in the documented key order, tagged once', async (t) => {
   const fixture = await setUpVerifier(t)
   const token = await fixture.server.sign({
     sub: 'f1d2',

@@ -16,6 +16,7 @@ import t from 'tap'
 import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { sleep, waitFor } from '../helpers/wait.js'
 
 t.test('a transaction whose backend is terminated rejects; the pool goes on', async (t) => {
   const db = await createTestDatabase(t)
@@ -27,12 +28,12 @@ t.test('a transaction whose backend is terminated rejects; the pool goes on', as
     pid = row?.pid
     await tx`select pg_sleep(5)`
   })
-  while (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
-  await db.sql`select pg_terminate_backend(${pid})`
+  await waitFor(() => pid !== undefined, 'the transaction to start')
+  await db.sql`select pg_terminate_backend(${pid ?? 0})`
   // 57P01 or CONNECTION_CLOSED, or a reset, depending on how the close reaches the socket.
   await t.rejects(transaction, 'the caller gets an error')
-  // The ROLLBACK's write runs from a timer after the rejection: give it its turn.
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // The ROLLBACK's write runs from a timer after the rejection: the scenario gives it its turn.
+  await sleep(50)
   const [row] = await sql<{ one: number }[]>`select 1 as one`
   t.equal(row?.one, 1, 'a new connection serves the next query')
 })
@@ -47,16 +48,14 @@ t.test(
     const transaction = sql.begin(async (tx) => {
       const [row] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`
       await db.sql`select pg_terminate_backend(${row?.pid ?? 0})`
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      // The scenario: the close reaches the driver before the transaction's next query.
+      await sleep(100)
       // With a parameter: a statement not yet prepared on this connection.
       await tx`select ${'late'}::text as late`
     })
     await t.rejects(transaction, 'the transaction fails')
-    const next = await Promise.race([
-      sql<{ one: number }[]>`select 1 as one`,
-      new Promise<'timed out'>((resolve) => setTimeout(() => resolve('timed out'), 5_000)),
-    ])
-    t.same(next === 'timed out' ? next : next[0], { one: 1 }, 'the next query is answered')
+    const next = await Promise.race([sql<{ one: number }[]>`select 1 as one`, sleep(5_000)])
+    t.same(next?.[0], { one: 1 }, 'the next query is answered')
   },
 )
 
@@ -76,14 +75,18 @@ t.test(
       const transaction = sql.begin(async (tx) => {
         await tx`select pg_sleep(5)`
       })
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      await waitFor(
+        async () =>
+          (
+            await db.sql`select 1 from pg_stat_activity
+              where datname = ${db.name} and query = 'select pg_sleep(5)' and state = 'active'`
+          ).length === 1,
+        'the transaction sleeping in the database',
+      )
       proxy.cut()
       await t.rejects(transaction, `round ${round}: the transaction fails`)
-      const next = await Promise.race([
-        sql<{ one: number }[]>`select 1 as one`,
-        new Promise<'timed out'>((resolve) => setTimeout(() => resolve('timed out'), 5_000)),
-      ])
-      t.same(next === 'timed out' ? next : next[0], { one: 1 }, `round ${round}: then a query`)
+      const next = await Promise.race([sql<{ one: number }[]>`select 1 as one`, sleep(5_000)])
+      t.same(next?.[0], { one: 1 }, `round ${round}: then a query`)
     }
   },
 )
@@ -98,18 +101,18 @@ t.test('the error that ended a connection is not handed to its next query', asyn
     const sleeping = sql`select pg_sleep(5)`.execute()
     sleeping.catch(() => {})
     // The backend that runs it, found by its query text once it runs.
-    let killed = 0
-    for (let attempt = 0; attempt < 100 && killed === 0; attempt += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 20))
-      const rows = await db.sql`
-        select pg_terminate_backend(pid) from pg_stat_activity
-        where datname = ${db.name} and query = 'select pg_sleep(5)' and state = 'active'`
-      killed = rows.length
-    }
-    t.equal(killed, 1, `round ${round}: the backend running the query is terminated`)
+    await waitFor(
+      async () =>
+        (
+          await db.sql`
+            select pg_terminate_backend(pid) from pg_stat_activity
+            where datname = ${db.name} and query = 'select pg_sleep(5)' and state = 'active'`
+        ).length === 1,
+      `round ${round}: the backend running the query terminated`,
+    )
     await t.rejects(sleeping, `round ${round}: the query that was running fails`)
-    // After the close: a query sent between the socket's error and its close fails too.
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // The scenario: the next query comes after the close, not between the error and it.
+    await sleep(200)
     const [next] = await sql<{ one: number }[]>`select 1 as one`
     t.equal(next?.one, 1, `round ${round}: the next query is answered`)
   }
@@ -130,7 +133,8 @@ t.test(
     try {
       // The driver hands the lookup's error to the query that opened the connection.
       await t.rejects(sql`select 1 as one`, { code: '42501' }, 'the caller gets the error')
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      // The scenario: the failed lookup's promise settles before the next query.
+      await sleep(50)
       const [row] = await sql<{ two: number }[]>`select 2 as two`
       t.equal(row?.two, 2, 'and the connection serves the next query')
     } finally {
@@ -166,7 +170,7 @@ t.test(
     const [next] = await sql<{ one: number }[]>`select 1 as one`
     t.equal(next?.one, 1, 'the connection serves the next user')
     resume()
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await waitFor(() => late !== undefined, 'the dead transaction to try its late query')
     await t.rejects(late ?? Promise.resolve(), 'a query of the dead transaction is refused')
     const written = await db.sql`select note from public.late_writes`
     t.same(written, [], 'and never reaches the connection outside its transaction')

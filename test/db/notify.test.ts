@@ -1,6 +1,7 @@
 import t from 'tap'
 import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { waitFor } from '../helpers/wait.js'
 
 const db = await createTestDatabase(t)
 const sql = db.sql
@@ -15,18 +16,12 @@ const [item] = await sql<{ id: string }[]>`
   insert into shell.menu_items (app_key, item_key, zone, label) values ('crm', 'a', 'sidebar', 'A') returning id`
 const itemId = item?.id ?? ''
 
-/** Waits until `done` holds, or a generous deadline passes. */
-async function waitFor(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000
-  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
-}
-
 let markers = 0
 /** A marker notification round trip: everything committed before it has arrived; then forget it all. */
 async function settle(): Promise<void> {
   const marker = `marker-${markers++}`
   await sql`select pg_notify('shell_changed', ${marker})`
-  await waitFor(() => received.includes(marker))
+  await waitFor(() => received.includes(marker), `the marker ${marker}`)
   received.length = 0
 }
 
@@ -102,7 +97,7 @@ for (const [table, operation, change] of changes) {
       await tx`select pg_sleep(0.05)`
       t.same(received, [], 'nothing before COMMIT')
     })
-    await waitFor(() => received.length > 0)
+    await waitFor(() => received.length > 0, 'a notification after COMMIT')
     t.equal(received[0], table, 'a notification naming the table')
     t.ok(
       received.every(

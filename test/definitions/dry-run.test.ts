@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import postgres from '../../src/db/postgres-driver.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { dumpRows, runCli } from '../helpers/shell-data-cli.js'
-import { sleep } from '../helpers/wait.js'
+import { sleep, waitFor } from '../helpers/wait.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'shell-data-dry-run-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -32,8 +32,7 @@ async function listenForChanges(
   return {
     async takeNotifications() {
       await listener`select pg_notify('shell_changed', 'marker')`
-      const deadline = Date.now() + 5_000
-      while (!received.includes('marker') && Date.now() < deadline) await sleep(5)
+      await waitFor(() => received.includes('marker'), 'the marker notification')
       return received.splice(0).filter((payload) => payload !== 'marker')
     },
   }

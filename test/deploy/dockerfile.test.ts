@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { CONTRACT_PORT } from './contract.js'
+import { SERVICE_PORT } from './service-port.js'
 
 /**
  * The Dockerfile and .dockerignore, read as text: no Docker engine is needed
@@ -109,8 +109,8 @@ t.test('the runtime stage holds production dependencies only, without PostgreSQL
 t.test('the runtime stage listens on every interface of the container, as non-root', async (t) => {
   const env = envOf(runtime)
   t.equal(env.get('HOST'), '0.0.0.0')
-  t.equal(env.get('PORT'), String(CONTRACT_PORT))
-  t.same(argsOf(runtime, 'EXPOSE'), [String(CONTRACT_PORT)])
+  t.equal(env.get('PORT'), String(SERVICE_PORT))
+  t.same(argsOf(runtime, 'EXPOSE'), [String(SERVICE_PORT)])
   const user = argsOf(runtime, 'USER').at(-1) ?? 'root'
   const userName = user.split(':')[0]
   t.notOk(userName === 'root' || userName === '0', `USER ${user} is not root`)

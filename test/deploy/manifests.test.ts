@@ -3,10 +3,10 @@ import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { loadConfig } from '../../src/config/config.js'
 import { CONFIG_VARIABLES } from '../../src/config/variables.js'
-import { CONTRACT_PORT } from './contract.js'
+import { SERVICE_PORT } from './service-port.js'
 
 /**
- * deploy/kubernetes/ checked against the contract: probe paths, the port, the
+ * deploy/kubernetes/ checked against the service: probe paths, the port, the
  * configuration variables the service reads, and the settings that keep the
  * service available and locked down. No cluster needed: the YAML is parsed.
  */
@@ -141,23 +141,23 @@ t.test('the Deployment runs two or more replicas of one container on port 8080',
   t.ok((deployment.spec?.replicas ?? 1) >= 2, 'two replicas or more')
   t.ok(matches(deployment.spec?.selector, podLabels), 'its selector matches its pod labels')
   t.equal(podSpec.containers.length, 1)
-  t.same(container.ports, [{ name: 'http', containerPort: CONTRACT_PORT, protocol: 'TCP' }])
+  t.same(container.ports, [{ name: 'http', containerPort: SERVICE_PORT, protocol: 'TCP' }])
   t.notMatch(container.image, /:latest$/)
   t.ok(container.resources?.requests?.cpu && container.resources.requests.memory, 'requests')
   t.ok(container.resources?.limits?.memory, 'a memory limit')
 })
 
-t.test('probes use the contract paths on the container port', async (t) => {
+t.test("probes use the service's probe paths on the container port", async (t) => {
   t.equal(container.readinessProbe?.httpGet?.path, '/readyz')
   t.equal(container.livenessProbe?.httpGet?.path, '/healthz')
   const probes = [container.readinessProbe, container.livenessProbe, container.startupProbe]
   for (const probe of probes.filter((probe) => probe !== undefined)) {
     t.match(probe.httpGet?.path, /^\/(healthz|readyz)$/)
-    t.equal(resolvePort(probe.httpGet?.port), CONTRACT_PORT)
+    t.equal(resolvePort(probe.httpGet?.port), SERVICE_PORT)
   }
 })
 
-t.test('every variable is one of the contract and passes the service own checks', async (t) => {
+t.test('every variable is one the service reads and passes its own checks', async (t) => {
   const refs = container.envFrom ?? []
   t.same(
     refs.map((ref) => ref.configMapRef?.name),
@@ -167,13 +167,16 @@ t.test('every variable is one of the contract and passes the service own checks'
   const configMapData = configMap.data ?? {}
   const names = [...Object.keys(configMapData), ...(container.env ?? []).map((env) => env.name)]
   for (const name of names) {
-    t.ok((CONFIG_VARIABLES as readonly string[]).includes(name), `${name} is a contract variable`)
+    t.ok(
+      (CONFIG_VARIABLES as readonly string[]).includes(name),
+      `${name} is a variable the service reads`,
+    )
   }
   t.equal(new Set(names).size, names.length, 'no variable is set twice')
   for (const value of Object.values(configMapData)) t.type(value, 'string')
   // The ConfigMap plus a DATABASE_URL is a configuration the service accepts, on the container port.
   const config = loadConfig({ ...configMapData, DATABASE_URL: 'postgres://shell:x@db:5432/shell' })
-  t.equal(config.port, CONTRACT_PORT)
+  t.equal(config.port, SERVICE_PORT)
   t.not(config.oidc, null, 'a real issuer: local mode refuses to listen beyond loopback')
 })
 
@@ -214,7 +217,7 @@ t.test('the Service is a ClusterIP in front of the container port', async (t) =>
   t.equal(service.spec?.type ?? 'ClusterIP', 'ClusterIP')
   t.ok(matches({ matchLabels: service.spec?.selector }, podLabels), 'selects the pods')
   const [port] = service.spec?.ports ?? []
-  t.equal(resolvePort(port?.targetPort), CONTRACT_PORT)
+  t.equal(resolvePort(port?.targetPort), SERVICE_PORT)
 })
 
 t.test('the autoscaler keeps two replicas or more of this Deployment', async (t) => {
@@ -248,7 +251,7 @@ t.test('the network policy admits only selected peers, on the service port', asy
     }
     t.same(
       (rule.ports ?? []).map((port) => resolvePort(port.port)),
-      [CONTRACT_PORT],
+      [SERVICE_PORT],
     )
   }
   const scraper = rules.some((rule) =>

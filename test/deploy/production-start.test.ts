@@ -1,5 +1,5 @@
 /**
- * The production file set of the contract, without a Docker engine:
+ * The production file set (README, Docker and production), without a Docker engine:
  * `npm ci --omit=dev` on package.json, package-lock.json, dist/, sql/ and
  * seeds/ (what the image's runtime stage holds too), started as the image
  * starts it, against the test database and a real issuer.
@@ -15,6 +15,7 @@ import { readDefinitionFiles } from '../../src/definitions/read-definition-files
 import { findFreePort } from '../../src/embedded/embedded.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
+import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
 
 const execFileAsync = promisify(execFile)
 const root = process.cwd()
@@ -125,7 +126,7 @@ t.test(
     t.equal(body.user.sub, 'alice')
     t.same(
       body.menus.sidebar.map((item) => item.id),
-      ['dashboard', 'contacts', 'accounts', 'leads', 'opportunities', 'activities'],
+      SEED_SALES_SIDEBAR,
     )
     started.child.kill('SIGTERM')
     t.equal(await started.exited, 0, 'SIGTERM ends it cleanly')

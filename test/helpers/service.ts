@@ -19,7 +19,7 @@ interface Teardown {
 /**
  * Everything the in-process services of one test file log, and every token
  * they could have seen, so the file can prove at its end that no line holds a
- * token or its signature segment (the contract's authentication diagnostics).
+ * token or its signature segment (docs/operations.md, verification failures).
  */
 export interface LogCapture {
   readonly lines: string[]

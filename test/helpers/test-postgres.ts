@@ -19,7 +19,7 @@ export interface TestPostgres {
 }
 
 /**
- * As the contract's test rule says: TEST_DATABASE_URL when set, else testcontainers
+ * As the README says of `npm test`: TEST_DATABASE_URL when set, else testcontainers
  * when a Docker engine answers, else an embedded PostgreSQL in a fresh temp
  * folder (removed afterwards).
  */

@@ -4,6 +4,7 @@ import t from 'tap'
 import { findFreePort } from '../../src/embedded/embedded.js'
 import { LOCAL_DATA_DIR } from '../../src/embedded/locate-database.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
+import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
 import { createSeededDatabase } from '../helpers/service.js'
 import { runNode, spawnService } from '../helpers/service-process.js'
 
@@ -124,7 +125,7 @@ t.test(
     t.same(aliceBody.user.roles, ['crm-sales'])
     t.same(
       aliceBody.menus.sidebar.map((item) => item.id),
-      ['dashboard', 'contacts', 'accounts', 'leads', 'opportunities', 'activities'],
+      SEED_SALES_SIDEBAR,
     )
     const apps = await httpRequest(address.origin, '/api/v1/apps', bearer(aliceToken))
     t.equal(apps.status, 200)

@@ -15,7 +15,7 @@ import {
 
 /**
  * GET /openapi.json: the document @fastify/swagger generates from the route
- * schemas passes a standard validator, names every route of the contract
+ * schemas passes a standard validator, names every route of the API
  * with its parameters and security, and the service's real responses, one
  * per status it can be brought to, validate against what it declares.
  */
@@ -67,7 +67,7 @@ t.test('the validator catches a broken document', async (t) => {
   )
 })
 
-t.test('every route of the contract, GET only, with its parameters', async (t) => {
+t.test('every route of the API, GET only, with its parameters', async (t) => {
   t.same(Object.keys(document.paths).sort(), [...API_PATHS, ...UNAUTHENTICATED_PATHS].sort())
   for (const [path, item] of Object.entries(document.paths)) {
     // HEAD mirrors GET (fastify answers it for every GET route): listing it would double each operation.
@@ -100,7 +100,7 @@ t.test('the Bearer scheme on the API, not on the probes', async (t) => {
     t.same(document.paths[path]?.get?.security, [], `${path}: no token`)
 })
 
-t.test('every status the contract names, with the headers it pins', async (t) => {
+t.test('every status the README names, with the headers it pins', async (t) => {
   const statuses = (path: string) => Object.keys(document.paths[path]?.get?.responses ?? {})
   t.same(statuses(SHELL), ['200', '304', '401', '404', '503', 'default'])
   t.same(statuses(EVENTS), ['200', '401', '404', '503', 'default'])

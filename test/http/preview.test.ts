@@ -9,6 +9,7 @@ import { PREVIEW_TOKEN_TTL_S } from '../../src/routes/local-issuer.js'
 import { startService } from '../../src/service.js'
 import { bearer, httpRequest, type RequestOptions } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
+import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -91,7 +92,7 @@ t.test('a short-lived token for the chosen roles, which the API accepts', async 
   t.same(frame.user.roles, ['crm-sales'])
   t.same(
     frame.menus.sidebar.map((item) => item.id),
-    ['dashboard', 'contacts', 'accounts', 'leads', 'opportunities', 'activities'],
+    SEED_SALES_SIDEBAR,
   )
 
   const none = await askForToken([])

@@ -92,7 +92,7 @@ t.test(
     t.equal(before.status, 200)
     // The database becomes unreachable: every connection reset, new ones refused.
     await proxy.close()
-    // At once, so that the reload's writes race the resets (patches/postgres+3.4.9.patch).
+    // At once, so that the reload's writes race the resets (src/vendor/postgres/README.md).
     service.feed.requestReload()
     await waitFor(
       async () =>
@@ -139,75 +139,72 @@ const METRICS: [string, string][] = [
   ['shell_event_streams_max', 'gauge'],
 ]
 
-t.test(
-  '/metrics: every metric the contract names and the process metrics, without a token',
-  async (t) => {
-    const { url, jwks, service } = await startTestService(t, { logs, db, defaultMetrics: true })
-    const token = await signCaller(jwks, { roles: ['crm-sales'] })
-    t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
-    t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
-    t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
-    const cached = await httpRequest(url, '/api/v1/shell/crm', bearer(token))
-    const etag = String(cached.headers.etag)
-    const revalidate = bearer(token, { 'if-none-match': etag })
-    t.equal((await httpRequest(url, '/api/v1/shell/crm', revalidate)).status, 304)
-    t.equal((await httpRequest(url, '/api/v1/shell/nope', bearer(token))).status, 404)
-    t.equal((await httpRequest(url, '/no/such/route')).status, 404)
-    await waitFor(
-      async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
-      'LISTEN',
-    )
+t.test('/metrics: every documented metric and the process metrics, without a token', async (t) => {
+  const { url, jwks, service } = await startTestService(t, { logs, db, defaultMetrics: true })
+  const token = await signCaller(jwks, { roles: ['crm-sales'] })
+  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+  t.equal((await httpRequest(url, '/api/v1/shell/crm', bearer(token))).status, 200)
+  t.equal((await httpRequest(url, '/api/v1/apps')).status, 401)
+  const cached = await httpRequest(url, '/api/v1/shell/crm', bearer(token))
+  const etag = String(cached.headers.etag)
+  const revalidate = bearer(token, { 'if-none-match': etag })
+  t.equal((await httpRequest(url, '/api/v1/shell/crm', revalidate)).status, 304)
+  t.equal((await httpRequest(url, '/api/v1/shell/nope', bearer(token))).status, 404)
+  t.equal((await httpRequest(url, '/no/such/route')).status, 404)
+  await waitFor(
+    async () => (await service.metrics.feedListening.get()).values[0]?.value === 1,
+    'LISTEN',
+  )
 
-    const response = await httpRequest(url, '/metrics')
-    t.equal(response.status, 200)
-    t.match(response.headers['content-type'], /^text\/plain/)
-    const text = response.text
-    for (const [name, type] of METRICS) t.match(text, `# TYPE ${name} ${type}\n`, name)
-    t.match(text, /^process_cpu_user_seconds_total \d/m, "prom-client's process metrics")
-    const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
-    t.equal(sample('shell_snapshot_loaded'), '1')
-    t.equal(sample('shell_feed_listening'), '1')
-    t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
-    t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
-    t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
-    t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
-    t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
-    t.equal(sample('shell_event_streams_max'), '10000', 'EVENT_STREAMS_MAX, its default here')
-    for (const result of [
-      'ok',
-      'expired',
-      'invalid_signature',
-      'unknown_kid',
-      'invalid_audience',
-      'invalid_issuer',
-      'malformed',
-      'keys_unavailable',
-    ])
-      t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
-    t.match(
-      text,
-      /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 3$/m,
-      'requests counted by route template, method and status',
+  const response = await httpRequest(url, '/metrics')
+  t.equal(response.status, 200)
+  t.match(response.headers['content-type'], /^text\/plain/)
+  const text = response.text
+  for (const [name, type] of METRICS) t.match(text, `# TYPE ${name} ${type}\n`, name)
+  t.match(text, /^process_cpu_user_seconds_total \d/m, "prom-client's process metrics")
+  const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
+  t.equal(sample('shell_snapshot_loaded'), '1')
+  t.equal(sample('shell_feed_listening'), '1')
+  t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
+  t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
+  t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
+  t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
+  t.ok(Number(sample('shell_jwks_fetches_total\\{result="success"\\}')) >= 1)
+  t.equal(sample('shell_event_streams_max'), '10000', 'EVENT_STREAMS_MAX, its default here')
+  for (const result of [
+    'ok',
+    'expired',
+    'invalid_signature',
+    'unknown_kid',
+    'invalid_audience',
+    'invalid_issuer',
+    'malformed',
+    'keys_unavailable',
+  ])
+    t.ok(sample(`shell_token_verifications_total\\{result="${result}"\\}`), `result=${result}`)
+  t.match(
+    text,
+    /^shell_http_request_duration_seconds_count\{(?=[^}]*route="\/api\/v1\/shell\/:appKey")(?=[^}]*method="GET")(?=[^}]*status_code="200")[^}]*\} 3$/m,
+    'requests counted by route template, method and status',
+  )
+  t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
+  const count = (route: string, status: number) =>
+    Number(
+      new RegExp(
+        `^shell_http_request_duration_seconds_count\\{route="${route}",method="GET",status_code="${status}"\\} (\\d+)$`,
+        'm',
+      ).exec(text)?.[1],
     )
-    t.match(text, /shell_http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} 1/)
-    const count = (route: string, status: number) =>
-      Number(
-        new RegExp(
-          `^shell_http_request_duration_seconds_count\\{route="${route}",method="GET",status_code="${status}"\\} (\\d+)$`,
-          'm',
-        ).exec(text)?.[1],
-      )
-    t.equal(count('/api/v1/shell/:appKey', 304), 1, 'a 304 is counted')
-    t.equal(count('/api/v1/shell/:appKey', 404), 1, 'an unknown app is counted')
-    t.equal(count('unmatched', 404), 1, 'an unknown route is counted')
-    t.match(
-      text,
-      /^shell_http_request_duration_seconds_bucket\{le="\+Inf",route="\/api\/v1\/shell\/:appKey",method="GET",status_code="200"\} 3$/m,
-      'buckets are cumulative up to +Inf',
-    )
-    t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
-  },
-)
+  t.equal(count('/api/v1/shell/:appKey', 304), 1, 'a 304 is counted')
+  t.equal(count('/api/v1/shell/:appKey', 404), 1, 'an unknown app is counted')
+  t.equal(count('unmatched', 404), 1, 'an unknown route is counted')
+  t.match(
+    text,
+    /^shell_http_request_duration_seconds_bucket\{le="\+Inf",route="\/api\/v1\/shell\/:appKey",method="GET",status_code="200"\} 3$/m,
+    'buckets are cumulative up to +Inf',
+  )
+  t.notMatch(text, token.split('.')[2] ?? 'x', 'no token in the metrics')
+})
 
 t.test('no log line holds a token or its signature', async (t) => {
   t.same(logs.leaks(), [])

@@ -3,6 +3,11 @@ import { join } from 'node:path'
 import t from 'tap'
 import { SEEDS_DIR } from '../../src/definitions/import-definitions.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
+import {
+  SEED_OPEN_SIDEBAR,
+  SEED_SALES_SIDEBAR,
+  SEED_SIDEBAR_BY_ROLE,
+} from '../helpers/seed-sidebar.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 
 /** GET /api/v1/shell/{appKey}: the seed data per role, and every key of the response. */
@@ -43,7 +48,7 @@ const seeds = JSON.parse(await readFile(join(SEEDS_DIR, 'crm.json'), 'utf8')) as
 const crm = seeds.apps.find((app) => app.key === 'crm') as SeedApp
 const ZONES = ['topbar', 'sidebar', 'footer', 'user-menu'] as const
 
-/** The seed menus of the contract's initial data, as rendered for a caller with these roles. */
+/** The seed menus (seeds/crm.json), as rendered for a caller with these roles. */
 function expectedMenus(roles: readonly string[]): Record<string, unknown[]> {
   const menus: Record<string, unknown[]> = {}
   for (const zone of ZONES) {
@@ -71,14 +76,7 @@ function ids(items: unknown): string[] {
   return (items as { id: string }[]).map((item) => item.id)
 }
 
-const SIDEBAR_BY_ROLE: [string[], string[]][] = [
-  [[], ['dashboard', 'contacts', 'accounts', 'activities']],
-  [['crm-sales'], ['dashboard', 'contacts', 'accounts', 'leads', 'opportunities', 'activities']],
-  [['crm-manager'], ['dashboard', 'contacts', 'accounts', 'activities', 'reports']],
-  [['crm-admin'], ['dashboard', 'contacts', 'accounts', 'activities', 'reports', 'admin']],
-]
-
-for (const [roles, sidebar] of SIDEBAR_BY_ROLE) {
+for (const [roles, sidebar] of SEED_SIDEBAR_BY_ROLE) {
   t.test(
     `the seed data seen with ${roles.length === 0 ? 'no roles' : roles.join('+')}`,
     async (t) => {
@@ -97,7 +95,7 @@ for (const [roles, sidebar] of SIDEBAR_BY_ROLE) {
 
 t.test('a caller with unrelated roles sees what needs no role', async (t) => {
   const { body } = await getShell(['hr-clerk', 'offline_access'])
-  t.same(ids(body.menus?.sidebar), ['dashboard', 'contacts', 'accounts', 'activities'])
+  t.same(ids(body.menus?.sidebar), SEED_OPEN_SIDEBAR)
 })
 
 t.test('every key of the response is present, absent values are null', async (t) => {

@@ -17,76 +17,79 @@ function crmVariant(rows: Parameters<typeof snapshotRows>[0], roles: string[] = 
 
 const user = { sub: 'u-1', username: 'ada', name: null, email: null, roles: ['crm-sales'] }
 
-t.test('the body is exactly the contract shape, keys in order, absent values null', async (t) => {
-  const variant = crmVariant(
-    {
-      apps: [appRow('crm', { name: 'CRM', description: null, homeUrl: null })],
-      branding: [brandingRow('crm', { primaryColor: '#0b5fff', theme: { density: 'compact' } })],
-      menuItems: [
-        itemRow('1', 'leads', { icon: 'funnel', label: 'Leads' }),
-        itemRow('2', 'hot', { parentId: '1', href: null, kind: 'action', label: 'Hot' }),
-        itemRow('3', 'docs', { zone: 'footer', href: 'https://docs.example', external: true }),
-      ],
-      grants: grantRows('1', 'crm-sales'),
-    },
-    ['crm-sales'],
-  )
-  // Literals list keys in contract order, so equal strings prove the order too.
-  const expected = {
-    app: { key: 'crm', name: 'CRM', description: null, homeUrl: null },
-    branding: {
-      productName: 'CRM',
-      logoUrl: null,
-      faviconUrl: null,
-      primaryColor: '#0b5fff',
-      accentColor: null,
-      footerText: null,
-      theme: { density: 'compact' },
-    },
-    user,
-    menus: {
-      topbar: [],
-      sidebar: [
-        {
-          id: 'leads',
-          kind: 'link',
-          label: 'Leads',
-          icon: 'funnel',
-          href: '/leads',
-          external: false,
-          children: [
-            {
-              id: 'hot',
-              kind: 'action',
-              label: 'Hot',
-              icon: null,
-              href: null,
-              external: false,
-              children: [],
-            },
-          ],
-        },
-      ],
-      footer: [
-        {
-          id: 'docs',
-          kind: 'link',
-          label: 'docs',
-          icon: null,
-          href: 'https://docs.example',
-          external: true,
-          children: [],
-        },
-      ],
-      'user-menu': [],
-    },
-    locale: 'en',
-  }
-  const body = renderBody(variant, user)
-  t.same(JSON.parse(body), expected)
-  t.equal(body, JSON.stringify(expected), 'raw bytes, hence key order, match')
-  t.same(Object.keys(JSON.parse(body).menus), ['topbar', 'sidebar', 'footer', 'user-menu'])
-})
+t.test(
+  'the body has exactly the documented shape, keys in order, absent values null',
+  async (t) => {
+    const variant = crmVariant(
+      {
+        apps: [appRow('crm', { name: 'CRM', description: null, homeUrl: null })],
+        branding: [brandingRow('crm', { primaryColor: '#0b5fff', theme: { density: 'compact' } })],
+        menuItems: [
+          itemRow('1', 'leads', { icon: 'funnel', label: 'Leads' }),
+          itemRow('2', 'hot', { parentId: '1', href: null, kind: 'action', label: 'Hot' }),
+          itemRow('3', 'docs', { zone: 'footer', href: 'https://docs.example', external: true }),
+        ],
+        grants: grantRows('1', 'crm-sales'),
+      },
+      ['crm-sales'],
+    )
+    // Literals list keys in the documented order, so equal strings prove the order too.
+    const expected = {
+      app: { key: 'crm', name: 'CRM', description: null, homeUrl: null },
+      branding: {
+        productName: 'CRM',
+        logoUrl: null,
+        faviconUrl: null,
+        primaryColor: '#0b5fff',
+        accentColor: null,
+        footerText: null,
+        theme: { density: 'compact' },
+      },
+      user,
+      menus: {
+        topbar: [],
+        sidebar: [
+          {
+            id: 'leads',
+            kind: 'link',
+            label: 'Leads',
+            icon: 'funnel',
+            href: '/leads',
+            external: false,
+            children: [
+              {
+                id: 'hot',
+                kind: 'action',
+                label: 'Hot',
+                icon: null,
+                href: null,
+                external: false,
+                children: [],
+              },
+            ],
+          },
+        ],
+        footer: [
+          {
+            id: 'docs',
+            kind: 'link',
+            label: 'docs',
+            icon: null,
+            href: 'https://docs.example',
+            external: true,
+            children: [],
+          },
+        ],
+        'user-menu': [],
+      },
+      locale: 'en',
+    }
+    const body = renderBody(variant, user)
+    t.same(JSON.parse(body), expected)
+    t.equal(body, JSON.stringify(expected), 'raw bytes, hence key order, match')
+    t.same(Object.keys(JSON.parse(body).menus), ['topbar', 'sidebar', 'footer', 'user-menu'])
+  },
+)
 
 t.test('head ends at "user": and tail starts at ,"menus": and ends with the locale', async (t) => {
   const variant = crmVariant({ menuItems: [itemRow('1', 'home')] })
