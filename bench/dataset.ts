@@ -8,7 +8,7 @@ import { readDefinitionFiles } from '../src/definitions/read-definition-files.js
 /** Realm roles that menu items are granted to: `role-01` … `role-20`. */
 export const GRANT_ROLE_COUNT = 20
 export const grantRole = (index: number) => `role-${String(index + 1).padStart(2, '0')}`
-/** A generated app's key: `app-0001` … `app-1000`. */
+/** A generated app's key: `app-0001` … `app-5000`. */
 export const generatedAppKey = (index: number) => `app-${String(index + 1).padStart(4, '0')}`
 /** A sidebar item of every generated app with no grant: the refresh scenario relabels it. */
 export const ALWAYS_VISIBLE_ITEM = 'home'
@@ -90,8 +90,8 @@ interface ItemSpec {
 }
 
 /**
- * The 50 items of one generated app: topbar 3, sidebar 37 (two links and
- * seven groups of four), footer 3, user menu 7. About half the items carry
+ * The 41 items of one generated app: topbar 3, sidebar 32 (two links and
+ * six groups of four), footer 3, user menu 3. About half the items carry
  * one to three of the 20 roles, so a caller's role set decides what is shown.
  */
 export function generateAppItems(appKey: string, random: () => number): ItemSpec[] {
@@ -127,7 +127,7 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
   add('topbar', 'create', 'Create', `/${appKey}/new`, { kind: 'action' })
   add('sidebar', ALWAYS_VISIBLE_ITEM, 'Home', `/${appKey}`, { grantable: false })
   add('sidebar', 'overview', 'Overview', `/${appKey}/overview`)
-  for (let group = 0; group < 7; group += 1) {
+  for (let group = 0; group < 6; group += 1) {
     // Four groups have no page of their own, so they vanish when none of their children shows.
     const isPureGrouping = group < 4
     const groupKey = `group-${group}`
@@ -143,7 +143,7 @@ export function generateAppItems(appKey: string, random: () => number): ItemSpec
   add('footer', 'docs', 'Docs', `https://docs.example.com/${appKey}`, { external: true })
   add('footer', 'status', 'Status', `/${appKey}/status`)
   add('footer', 'privacy', 'Privacy', `/${appKey}/privacy`, { grantable: false })
-  for (const itemKey of ['profile', 'settings', 'preferences', 'alerts', 'api-keys', 'support']) {
+  for (const itemKey of ['profile', 'settings']) {
     add('user-menu', itemKey, itemKey.replace('-', ' '), `/${appKey}/me/${itemKey}`, {
       grantable: itemKey !== 'profile',
     })

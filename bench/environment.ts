@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import type { Releasers } from '../src/releasers.js'
 import { PACKAGE_ROOT } from '../test/helpers/service-process.js'
 import { startPrivatePostgres } from '../test/helpers/test-postgres.js'
-import type { BaselineConfig } from './baseline-server.js'
 import { createSeededDatabase, generatedAppKey, insertGeneratedApps } from './dataset.js'
 import { createHttpProbe, type ProbeResponse } from './http-probe.js'
 import { type BenchUser, generateUsers, startBenchIssuer } from './issuer.js'
@@ -19,6 +18,20 @@ export const SEED_APP = 'crm'
 const WARM_USERS = 1_000
 /** Longer than any run, so no token expires during a leg. */
 const TOKEN_LIFETIME_S = 6 * 3600
+/** What bench/baseline-server.mjs replays: recorded responses, and what it verifies tokens with. */
+interface BaselineConfig {
+  readonly shell: RecordedResponse
+  readonly apps: RecordedResponse
+  readonly verify: { readonly jwks: unknown; readonly issuer: string; readonly audience: string }
+}
+
+interface RecordedResponse {
+  /** Base64 of the body bytes. */
+  readonly body: string
+  /** The service's headers, less those fastify sets itself (length, date, connection). */
+  readonly headers: Record<string, string>
+}
+
 /** Headers fastify sets by itself on every response; the baseline is given the others. */
 const FRAMEWORK_HEADERS = [
   'content-length',
@@ -89,7 +102,8 @@ export async function setUpEnvironment(
   const large = await startService('service-large', largeDatabase.url)
   const small = await startService('service-small', smallDatabase.url)
 
-  const hotApp = generatedAppKey(Math.ceil(settings.apps / 2) - 1)
+  // The headline: the seed app, which real callers of every subset of its roles ask for.
+  const hotApp = SEED_APP
   const shellPath = `/api/v1/shell/${hotApp}`
   const responses = await step(`${warmTokens.length} callers warmed on ${hotApp}`, () =>
     warmCallers(large.url, shellPath, warmTokens),
@@ -108,9 +122,7 @@ export async function setUpEnvironment(
   }
   await writeFile(join(workDir, 'baseline.json'), JSON.stringify(config))
   const baseline = await start('baseline', [
-    '--import',
-    'tsx',
-    'bench/baseline-server.ts',
+    'bench/baseline-server.mjs',
     join(workDir, 'baseline.json'),
   ])
   await expectSameResponse(baseline.url, shellPath, shell)
@@ -126,8 +138,10 @@ export async function setUpEnvironment(
     small,
     /** bench/baseline-server.ts, replaying the large service's responses. */
     baseline,
-    /** The generated app the shell scenarios ask for: the middle one. */
+    /** The app the shell scenarios ask for: the seed app. */
     hotApp,
+    /** A generated app in the middle of the large data set: what the reload scenarios change. */
+    generatedApp: generatedAppKey(Math.ceil(settings.apps / 2) - 1),
     /** One token per user, cached by the large service once warmed. */
     warmTokens,
     warmPool: await writePool('warm.txt', warmTokens),

@@ -12,12 +12,8 @@ export interface BenchUser {
 const REALM_PATH = '/realms/bench'
 /** Roles Keycloak puts in every realm token; granted nowhere, so they never change a role-set key. */
 const DEFAULT_REALM_ROLES = ['default-roles-bench', 'offline_access', 'uma_authorization']
-/** The seed app's roles (seeds/crm.json) and the share of users holding each. */
-const CRM_ROLES: readonly [string, number][] = [
-  ['crm-sales', 0.4],
-  ['crm-manager', 0.15],
-  ['crm-admin', 0.05],
-]
+/** The seed app's roles (seeds/crm.json): user N holds the subset N mod 8 of them. */
+const CRM_ROLES = ['crm-sales', 'crm-manager', 'crm-admin'] as const
 
 /**
  * A Keycloak-shaped realm over node:http: discovery and JWKS as the service
@@ -100,8 +96,9 @@ function accessTokenClaims(user: BenchUser, issuer: string, audience: string) {
 
 /**
  * Users with distinct role sets: one to six of the 20 granted roles (so a
- * generated app has up to a thousand role-set variants), sometimes crm
- * roles, and Keycloak's default realm roles.
+ * generated app has up to a thousand role-set variants), the crm roles in
+ * turn (every subset of them, one user in eight each), and Keycloak's
+ * default realm roles.
  */
 export function generateUsers(count: number, seed = 7): BenchUser[] {
   const random = createRandom(seed)
@@ -109,7 +106,7 @@ export function generateUsers(count: number, seed = 7): BenchUser[] {
     const roles = pickDistinct(random, 1 + Math.floor(random() * 6), GRANT_ROLE_COUNT).map(
       grantRole,
     )
-    for (const [role, share] of CRM_ROLES) if (random() < share) roles.push(role)
+    for (const [bit, role] of CRM_ROLES.entries()) if (index & (1 << bit)) roles.push(role)
     return { index, roles: [...roles, ...DEFAULT_REALM_ROLES].sort() }
   })
 }

@@ -12,12 +12,12 @@ export function readBenchSettings(env: NodeJS.ProcessEnv = process.env) {
     durationS: readNumber(env, 'BENCH_DURATION', 5, 1),
     /** Seconds of load before each leg, not counted, so JIT and caches are warm. */
     warmupS: readNumber(env, 'BENCH_WARMUP', 2, 0),
-    /** Keep-alive connections, one request in flight each (issue 16 measured with 50). */
+    /** Keep-alive connections, one request in flight each. */
     connections: readNumber(env, 'BENCH_CONNECTIONS', 50, 1),
     /** A-B pairs per comparison. */
     pairs: readNumber(env, 'BENCH_PAIRS', 2, 1),
     /** Generated apps on top of the seed app. */
-    apps: readNumber(env, 'BENCH_APPS', 1_000, 1),
+    apps: readNumber(env, 'BENCH_APPS', 5_000, 1),
     refreshCommits: readNumber(env, 'BENCH_REFRESH_COMMITS', 100, 1),
     /** Larger than TOKEN_CACHE_MAX, so no token is still cached when it comes round again. */
     newTokens: readNumber(env, 'BENCH_NEW_TOKENS', 30_000, 100),

@@ -1,17 +1,17 @@
 import { connectDatabase } from '../../src/db/connect.js'
 import { readAllRows } from '../../src/db/read-snapshot-rows.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
-import { passOrMiss, type Scenario } from '../scenario.js'
+import type { Scenario } from '../scenario.js'
 
-/** Issue 6: a full rebuild stays under a second, so a reload never keeps callers waiting long. */
-const MAX_BUILD_MS = 1_000
 /** Timed builds; one more before them warms the JIT. */
 const RUNS = 5
 
 /**
  * buildSnapshot on the large data set's rows, labels in two more locales
- * included, in the benchmark's process, apart from any load. Variants are
- * rendered on request, so this is all a reload builds up front.
+ * included, in the benchmark's process, apart from any load: what the full
+ * reload after every LISTEN costs (the first, and each after a reconnect).
+ * Variants are rendered on request, so this is all a reload builds up
+ * front. Shown, with no target.
  */
 export const snapshot: Scenario = {
   id: 'snapshot',
@@ -45,8 +45,6 @@ export const snapshot: Scenario = {
         {
           scenario: `snapshot build, ${counts} (median of ${RUNS})`,
           value: `${build.toFixed(0)} ms`,
-          target: `<= ${MAX_BUILD_MS} ms`,
-          result: passOrMiss(build <= MAX_BUILD_MS),
         },
       ],
       notes: [`reading the rows took ${median(readMs).toFixed(0)} ms (median), not counted`],
