@@ -105,9 +105,10 @@ export async function setUpEnvironment(
   // The headline: the seed app, which real callers of every subset of its roles ask for.
   const hotApp = SEED_APP
   const shellPath = `/api/v1/shell/${hotApp}`
-  const responses = await step(`${warmTokens.length} callers warmed on ${hotApp}`, () =>
-    warmCallers(large.url, shellPath, warmTokens),
-  )
+  const responses = await step(`${warmTokens.length} callers warmed on ${hotApp}`, async () => {
+    await warmCallers(large.url, shellPath, warmTokens)
+    return warmCallers(small.url, shellPath, warmTokens)
+  })
   // The baseline replays one response: the caller whose body has the median size.
   const shell = [...responses].sort((a, b) => a.body.length - b.body.length)[
     Math.floor(responses.length / 2)
@@ -136,7 +137,7 @@ export async function setUpEnvironment(
     large,
     /** The service on the seed app alone. */
     small,
-    /** bench/baseline-server.ts, replaying the large service's responses. */
+    /** bench/baseline-server.mjs, replaying the services' responses (the same bytes on both). */
     baseline,
     /** The app the shell scenarios ask for: the seed app. */
     hotApp,

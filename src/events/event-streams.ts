@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import type { VerifiedCaller } from '../auth/verify-token.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
@@ -19,7 +19,7 @@ export interface EventStreams {
    * Starts a stream on the app of the snapshot in service: its body, for the
    * reply to send (its first event is in it already), and its language.
    */
-  open(request: OpenStreamRequest): { readonly body: PassThrough; readonly locale: string }
+  open(request: OpenStreamRequest): { readonly body: Readable; readonly locale: string }
   /** Ends every stream and refuses new ones: shutdown. */
   close(): void
 }
@@ -47,8 +47,8 @@ const MAX_UNSENT_BYTES = 64 * 1024
 
 /** A caller's open stream on one app. */
 interface EventStream {
-  /** The body of the stream's reply: what is written here goes to the client. */
-  readonly output: PassThrough
+  /** The body of the stream's reply: what is pushed here goes to the client. */
+  readonly output: Readable
   readonly appKey: string
   readonly caller: VerifiedCaller
   /** Kept to choose the locale again when the app's languages change. */
@@ -115,9 +115,9 @@ export function createEventStreams(deps: {
   function write(stream: EventStream, text: string): void {
     if (stream.ended) return
     const { output } = stream
-    output.write(text)
-    // What the reply has not taken from the stream yet: it stops taking when the socket is full.
-    const unsentBytes = output.readableLength + output.writableLength
+    output.push(text)
+    // What the reply has not taken from the body yet: it stops taking when the socket is full.
+    const unsentBytes = output.readableLength
     if (unsentBytes > MAX_UNSENT_BYTES) {
       logger.warn(
         { unsentBytes, app: stream.appKey },
@@ -145,7 +145,7 @@ export function createEventStreams(deps: {
     openCount -= 1
     metrics.eventStreams.set(openCount)
     metrics.eventStreamsEnded.inc({ reason })
-    if (reason !== 'client' && reason !== 'overflow') stream.output.end()
+    if (reason !== 'client' && reason !== 'overflow') stream.output.push(null)
     if (openCount === 0) {
       clearInterval(keepAliveTimer)
       keepAliveTimer = undefined
@@ -166,7 +166,8 @@ export function createEventStreams(deps: {
       const view = snapshots.current()?.app(appKey)
       // The route found the app a moment ago, in the same turn of the event loop.
       if (view === undefined) throw new Error(`no app "${appKey}"`)
-      const output = new PassThrough()
+      // Events are pushed as they come; the reply reads them as the socket takes them.
+      const output = new Readable({ read() {} })
       const stream: EventStream = {
         output,
         appKey,

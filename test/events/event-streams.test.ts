@@ -40,7 +40,7 @@ t.test(
       lastEventId: undefined,
     })
     // Nothing reads the body: as a reply does once the client stops reading, with a backlog.
-    body.write(Buffer.alloc(100 * 1024))
+    body.push(Buffer.alloc(100 * 1024))
     snapshot = buildSnapshot(rows('Start'), { previous: snapshot })
     swapped(snapshot)
     await waitFor(() => body.destroyed, 'the stream dropped')
