@@ -48,6 +48,11 @@ export interface MenuItemRow {
   readonly icon: string | null
   readonly href: string | null
   readonly external: boolean
+  /** The share of callers who see it (0 to 100); null: every caller its roles admit. */
+  readonly rolloutPercent: number | null
+  /** Its window, in milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
+  readonly visibleFrom: number | null
+  readonly visibleUntil: number | null
 }
 
 /** One row of `shell.menu_role_grants`. */

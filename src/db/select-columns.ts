@@ -1,5 +1,5 @@
 import type postgres from './postgres-driver.js'
-import { type ColumnMap, ID_COLUMNS } from './vocabulary.js'
+import { type ColumnMap, ID_COLUMNS, INSTANT_COLUMNS } from './vocabulary.js'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 
@@ -16,7 +16,11 @@ export function selectColumns(
 ): Fragment[] {
   return Object.entries(columns).map(([field, column], index) => {
     const qualified = sql(tableAlias === undefined ? column : `${tableAlias}.${column}`)
-    const value = ID_COLUMNS.has(column) ? sql`${qualified}::text` : sql`${qualified}`
+    const value = ID_COLUMNS.has(column)
+      ? sql`${qualified}::text`
+      : INSTANT_COLUMNS.has(column)
+        ? sql`(extract(epoch from ${qualified}) * 1000)::float8`
+        : sql`${qualified}`
     return index === 0 ? sql`${value} as ${sql(field)}` : sql`, ${value} as ${sql(field)}`
   })
 }

@@ -60,6 +60,9 @@ export const MENU_ITEM_COLUMNS = {
   icon: 'icon',
   href: 'href',
   external: 'external',
+  rolloutPercent: 'rollout_percent',
+  visibleFrom: 'visible_from',
+  visibleUntil: 'visible_until',
 } as const
 
 export const GRANT_COLUMNS = {
@@ -79,6 +82,9 @@ export const LABEL_COLUMNS = {
  * strings, whatever the driver's or JSON's way with 64-bit numbers.
  */
 export const ID_COLUMNS: ReadonlySet<string> = new Set(['id', 'parent_id', 'menu_item_id'])
+
+/** The timestamptz columns: read as milliseconds since the epoch, whatever the session's time zone. */
+export const INSTANT_COLUMNS: ReadonlySet<string> = new Set(['visible_from', 'visible_until'])
 
 /** A table's columns by field name, as above. */
 export type ColumnMap = Readonly<Record<string, string>>

@@ -12,6 +12,7 @@ import {
   ZONES,
   type Zone,
 } from '../db/vocabulary.js'
+import { formatInstant } from './instants.js'
 import { planAppChange } from './plan-app-change.js'
 import { sortLabels } from './sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from './types.js'
@@ -100,6 +101,9 @@ function buildMenus(rows: readonly ItemWithRoles[]): AppDefinition['menus'] {
     href: row.href,
     external: row.external,
     roles: row.roles,
+    rollout: row.rolloutPercent,
+    visibleFrom: row.visibleFrom === null ? null : formatInstant(row.visibleFrom),
+    visibleUntil: row.visibleUntil === null ? null : formatInstant(row.visibleUntil),
     children: (childrenOf.get(row.id) ?? []).map(toDefinition),
   })
   const roots = childrenOf.get(null) ?? []
@@ -171,6 +175,9 @@ async function insertItems(
           icon: item.icon,
           href: item.href,
           external: item.external,
+          rolloutPercent: item.rollout,
+          visibleFrom: toDate(item.visibleFrom),
+          visibleUntil: toDate(item.visibleUntil),
         }),
       )}
       returning id`
@@ -187,4 +194,8 @@ async function insertItems(
     if (labels.length > 0) await tx`insert into shell.menu_item_labels ${tx(labels)}`
     await insertItems(tx, appKey, zone, item.children, row.id)
   }
+}
+
+function toDate(instant: string | null): Date | null {
+  return instant === null ? null : new Date(instant)
 }

@@ -34,6 +34,9 @@ const ITEM_FIELDS: Describers<Omit<ItemDefinition, 'id' | 'children' | 'labels'>
   href: describeText,
   external: String,
   roles: describeRoles,
+  rollout: (percent) => (percent === null ? 'everyone' : `${percent} %`),
+  visibleFrom: (instant) => instant ?? 'unbounded',
+  visibleUntil: (instant) => instant ?? 'unbounded',
 }
 
 /** What a new item's line leaves out; its label and roles (even "everyone") are always said. */
@@ -42,6 +45,9 @@ const ITEM_DEFAULTS: Partial<ItemDefinition> = {
   icon: null,
   href: null,
   external: false,
+  rollout: null,
+  visibleFrom: null,
+  visibleUntil: null,
 }
 
 /**

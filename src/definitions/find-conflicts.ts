@@ -1,4 +1,5 @@
 import { DEFAULT_LOCALE, ZONES } from '../db/vocabulary.js'
+import { parseInstant } from './instants.js'
 import { formatKey } from './json-path.js'
 import type { DefinitionProblem } from './types.js'
 
@@ -128,6 +129,47 @@ export function findLabelConflicts(
         problems.push({ file, path, message: `names the same language as "${first}"` })
       }
       seen.set(lowercase, first ?? tag)
+    }
+  })
+  return problems
+}
+
+/**
+ * An item's window: each bound an RFC 3339 date-time with an offset, and
+ * `visibleFrom` before `visibleUntil` when both are given.
+ */
+export function findBadWindows(
+  file: string,
+  apps: readonly (LooseObject | undefined)[],
+): DefinitionProblem[] {
+  const problems: DefinitionProblem[] = []
+  forEachLooseItem(apps, (item, itemPath) => {
+    const bounds = (['visibleFrom', 'visibleUntil'] as const).map((field) => {
+      const text = item?.[field]
+      if (typeof text !== 'string') return null
+      const instant = parseInstant(text)
+      if (instant === null) {
+        problems.push({
+          file,
+          path: `${itemPath}.${field}`,
+          message: 'is not an RFC 3339 date-time with an offset, such as 2026-12-01T00:00:00Z',
+        })
+      }
+      return instant
+    })
+    const [from, until] = bounds
+    if (
+      from !== null &&
+      from !== undefined &&
+      until !== null &&
+      until !== undefined &&
+      from >= until
+    ) {
+      problems.push({
+        file,
+        path: `${itemPath}.visibleUntil`,
+        message: 'must be later than visibleFrom',
+      })
     }
   })
   return problems

@@ -79,6 +79,10 @@ export const definitionsSchema = {
           uniqueItems: true,
           items: { type: 'string', pattern: '\\S' },
         },
+        rollout: { type: ['integer', 'null'], minimum: 0, maximum: 100 },
+        // Their form and order are checked apart (find-conflicts.ts), with messages of their own.
+        visibleFrom: nullableText,
+        visibleUntil: nullableText,
         children: { $ref: '#/$defs/items' },
       },
     },

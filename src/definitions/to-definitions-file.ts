@@ -38,6 +38,9 @@ function compactItem(item: ItemDefinition): object {
     ...(item.href === null ? {} : { href: item.href }),
     ...(item.external ? { external: true } : {}),
     ...(item.roles.length === 0 ? {} : { roles: item.roles }),
+    ...(item.rollout === null ? {} : { rollout: item.rollout }),
+    ...(item.visibleFrom === null ? {} : { visibleFrom: item.visibleFrom }),
+    ...(item.visibleUntil === null ? {} : { visibleUntil: item.visibleUntil }),
     ...(item.children.length === 0 ? {} : { children: item.children.map(compactItem) }),
   }
 }

@@ -35,6 +35,11 @@ export interface ItemDefinition {
   readonly external: boolean
   /** Sorted; empty means every authenticated caller. */
   readonly roles: readonly string[]
+  /** The share of callers it is rolled out to, a whole percent; null: everyone its roles admit. */
+  readonly rollout: number | null
+  /** Its window, in UTC as export writes it (definitions/instants.ts); null: unbounded. */
+  readonly visibleFrom: string | null
+  readonly visibleUntil: string | null
   /** In display order; their position is their index. */
   readonly children: readonly ItemDefinition[]
 }

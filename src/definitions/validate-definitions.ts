@@ -1,6 +1,12 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../db/vocabulary.js'
-import { findDuplicateItemIds, findLabelConflicts, readLooseApps } from './find-conflicts.js'
+import {
+  findBadWindows,
+  findDuplicateItemIds,
+  findLabelConflicts,
+  readLooseApps,
+} from './find-conflicts.js'
+import { formatInstant, parseInstant } from './instants.js'
 import { formatKey, pointerToPath } from './json-path.js'
 import { definitionsSchema } from './schema.js'
 import { sortLabels } from './sort-labels.js'
@@ -47,7 +53,18 @@ export function parseDefinitions(text: string, file: string): ParseResult {
         // Each bad label tag also fails its `propertyNames` wrapper: report it once, as a pattern.
         .filter((error) => error.keyword !== 'propertyNames')
         .map((error) => describeSchemaError(file, error))
-  problems.push(...findDuplicateItemIds(file, apps), ...findLabelConflicts(file, apps))
+        // A rollout of 2.5 fails its type twice (integer, null): one line is enough.
+        .filter(
+          (problem, index, all) =>
+            all.findIndex(
+              (other) => other.path === problem.path && other.message === problem.message,
+            ) === index,
+        )
+  problems.push(
+    ...findDuplicateItemIds(file, apps),
+    ...findLabelConflicts(file, apps),
+    ...findBadWindows(file, apps),
+  )
   if (problems.length > 0) return { ok: false, problems, appKeys }
   return { ok: true, apps: (document as { apps: RawApp[] }).apps.map(normalizeApp), appKeys }
 }
@@ -65,6 +82,9 @@ interface RawItem {
   href?: string | null
   external?: boolean
   roles?: string[]
+  rollout?: number | null
+  visibleFrom?: string | null
+  visibleUntil?: string | null
   children?: RawItem[]
 }
 
@@ -113,12 +133,24 @@ function normalizeItem(raw: RawItem): ItemDefinition {
     href: raw.href ?? null,
     external: raw.external ?? false,
     roles: [...(raw.roles ?? [])].sort(),
+    rollout: raw.rollout ?? null,
+    visibleFrom: normalizeInstant(raw.visibleFrom),
+    visibleUntil: normalizeInstant(raw.visibleUntil),
     children: (raw.children ?? []).map(normalizeItem),
   }
 }
 
+/** In UTC, as export writes it, so that a file and the database compare by value. */
+function normalizeInstant(text: string | null | undefined): string | null {
+  const instant = typeof text === 'string' ? parseInstant(text) : null
+  return instant === null ? null : formatInstant(instant)
+}
+
 function describeSchemaError(file: string, error: ErrorObject): DefinitionProblem {
   const path = pointerToPath(error.instancePath)
+  if (path.endsWith('.rollout')) {
+    return { file, path, message: 'must be a whole percent from 0 to 100' }
+  }
   switch (error.keyword) {
     case 'required':
       return {

@@ -215,6 +215,6 @@ export function createEventStreams(deps: {
 
 /** The ETag (without its quotes) that a GET of the shell would give the stream's caller now. */
 function tagOf({ view, caller, acceptLanguage }: EventStream): string {
-  const variant = view.variant(caller.roles, view.localeFor(acceptLanguage))
+  const variant = view.variant(caller, view.localeFor(acceptLanguage))
   return `${variant.tag}.${caller.userTag}`
 }

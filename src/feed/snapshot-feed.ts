@@ -9,7 +9,7 @@ import {
   type SnapshotRead,
 } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
-import { buildFromRead, revisionInSnapshot } from '../snapshot/build.js'
+import { buildFromRead, buildSnapshot, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
 
@@ -54,6 +54,9 @@ const CHECK_INTERVAL_MS = 1_000
  * silent (a partition), which TCP may hold for minutes.
  */
 const READ_TIMEOUT_MS = 30_000
+/** Timers cannot wait longer (24.8 days); a window boundary further ahead is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+const NO_ROWS = { apps: [], branding: [], menuItems: [], grants: [], labels: [] }
 
 /**
  * Keeps an immutable snapshot of the database fresh, in the shape of
@@ -77,6 +80,9 @@ const READ_TIMEOUT_MS = 30_000
  *   connection is deaf (half-open, or behind a transaction pooler) and is
  *   made again. A check that finds nothing confirms the snapshot as fresh
  *   (`shell_snapshot_age_seconds`).
+ * - **Windows**: the snapshot in service knows the next instant an item's
+ *   window opens or closes; a timer set for it makes the snapshot again
+ *   then, with no database change and whether or not the database answers.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { sql, feedUrl, logger, metrics } = options
@@ -103,6 +109,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // The listening connection's count when a check found a change no notification announced.
   let unannouncedAt: number | undefined
 
+  let windowTimer: NodeJS.Timeout | undefined
   let listener: ListeningConnection | undefined
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
 
@@ -168,7 +175,24 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     if (next === snapshot) return
     snapshot = next
     logger.info({ apps: next.appKeys.length }, 'snapshot loaded')
+    armWindowTimer()
     for (const swapListener of swapListeners) swapListener(next)
+  }
+
+  function armWindowTimer(): void {
+    clearTimeout(windowTimer)
+    const at = snapshot?.nextChangeAt
+    if (closed || at === null || at === undefined) return
+    windowTimer = setTimeout(applyWindows, Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS))
+  }
+
+  /** A window opened or closed: the bytes change by themselves, with no database change. */
+  function applyWindows(): void {
+    const current = snapshot
+    if (current === undefined || closed) return
+    // A boundary further than one timer can wait: wait again.
+    if ((current.nextChangeAt ?? Number.POSITIVE_INFINITY) > Date.now()) armWindowTimer()
+    else swapSnapshot(buildSnapshot(NO_ROWS, { previous: current, complete: false }))
   }
 
   /** Runs between reloads; see the states above. */
@@ -237,6 +261,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       closed = true
       clearTimeout(retryTimer)
       clearTimeout(checkTimer)
+      clearTimeout(windowTimer)
       await listener?.close()
     },
   }

@@ -53,7 +53,7 @@ export function createLastShellMemo(): LastShellLookup {
 }
 
 function shellOf(view: AppView, locale: string, caller: VerifiedCaller): LastShell {
-  const variant = view.variant(caller.roles, locale)
+  const variant = view.variant(caller, locale)
   return {
     view,
     locale,

@@ -1,9 +1,10 @@
 import { compareCodeUnits } from '../db/vocabulary.js'
 import { parseAcceptLanguage } from '../http/accept-language.js'
+import { isInRollout } from './audience.js'
 import { lookUpLocale, truncationsOf } from './locale-lookup.js'
 import type { MenuTrees } from './menu-tree.js'
 import { type RenderLocale, renderShellVariant } from './render.js'
-import type { AppView, ShellVariant } from './types.js'
+import type { AppView, Caller, MenuNode, ShellVariant } from './types.js'
 import type { VariantCache } from './variant-cache.js'
 
 /**
@@ -23,10 +24,10 @@ export interface AppLocales {
 }
 
 /**
- * The request-time face of one app. Everything that does not depend on the
- * caller (the head, the trees, the fixed JSON of grant-free subtrees, the
- * languages) is ready; a variant is rendered on the first request of its role
- * set and locale.
+ * The request-time face of one app at one point in time (which of its items
+ * are within their windows). Everything that does not depend on the caller
+ * (the head, the trees, the languages) is ready; a variant is rendered on the
+ * first request of its audience and locale.
  */
 export function createAppView(
   appKey: string,
@@ -35,12 +36,15 @@ export function createAppView(
   appLocales: AppLocales,
   variants: VariantCache,
   /**
-   * Names this app's content in the variant cache, which outlives snapshots;
-   * ends with "\0". A variant's key is this + the caller's relevant roles + "\0" + locale.
+   * Names this app's content and window state in the variant cache, which
+   * outlives snapshots; ends with "\0". A variant's key is this + the
+   * caller's audience + "\0" + locale.
    */
   cacheKeyPrefix: string,
+  /** The items outside their window now; the view is made again when that changes. */
+  outOfWindow: ReadonlySet<MenuNode>,
 ): AppView {
-  const { grantedRoles } = menus
+  const { grantedRoles, rollouts } = menus
   const { defaultLocale, byLowercase } = appLocales
   const defaultLowercase = defaultLocale.toLowerCase()
   const renderLocales = new Map<string, RenderLocale>()
@@ -75,16 +79,20 @@ export function createAppView(
     return locale
   }
 
-  const variant = (callerRoles: readonly string[], locale: string): ShellVariant => {
-    // Callers holding the same of the app's granted roles see the same menus. Their roles
-    // come sorted from the token (auth/verified-caller.ts), so the list is canonical.
-    const relevantRoles = callerRoles.filter((role) => grantedRoles.has(role))
-    const cacheKey = `${cacheKeyPrefix}${JSON.stringify(relevantRoles)}\0${locale}`
+  const variant = (caller: Caller, locale: string): ShellVariant => {
+    // Callers holding the same of the app's granted roles, in the same of its rollouts, see
+    // the same menus. Roles come sorted from the token, so the list is canonical; rollouts
+    // are in item-key order. An app without rollouts has callers share by roles alone.
+    const relevantRoles = caller.roles.filter((role) => grantedRoles.has(role))
+    const rolledOut = rollouts.filter((node) => isInRollout(appKey, node, caller))
+    const rolloutMask = rollouts.map((node) => (rolledOut.includes(node) ? '1' : '0')).join('')
+    const cacheKey = `${cacheKeyPrefix}${JSON.stringify(relevantRoles)}\0${rolloutMask}\0${locale}`
     const cached = variants.get(cacheKey)
     if (cached !== undefined) return cached
     const renderLocale = renderLocales.get(locale)
     if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
-    const rendered = renderShellVariant(head, menus.roots, new Set(relevantRoles), renderLocale)
+    const audience = { roles: new Set(relevantRoles), rolledOut: new Set(rolledOut), outOfWindow }
+    const rendered = renderShellVariant(head, menus.roots, audience, renderLocale)
     variants.set(cacheKey, cacheKeyPrefix, rendered)
     return rendered
   }

@@ -8,7 +8,8 @@ import type {
 } from '../db/read-snapshot-rows.js'
 import { compareCodeUnits } from '../db/vocabulary.js'
 import { type AppLocales, createAppView } from './app-view.js'
-import { buildMenuTrees } from './menu-tree.js'
+import { isInWindow } from './audience.js'
+import { buildMenuTrees, type MenuTrees } from './menu-tree.js'
 import {
   renderAppJson,
   renderAppsInventory,
@@ -37,11 +38,20 @@ export interface BuildSnapshotOptions {
   readonly complete?: boolean
   /** Apps deleted since `previous` (incremental reads). */
   readonly removedApps?: readonly string[]
+  /**
+   * The time the views are made for (milliseconds since the epoch; default
+   * now): which items are within their windows. An incremental build also
+   * makes again the views of apps a window boundary has passed in since.
+   */
+  readonly now?: number
 }
 
 /** What a snapshot keeps of each app, so that the next build can take it over as it is. */
-interface BuiltApp {
-  readonly view: AppView
+interface BuiltApp extends TimedView {
+  /** What its views are made from, at any time. */
+  readonly head: Buffer
+  readonly menus: MenuTrees
+  readonly appLocales: AppLocales
   /** The app's entry in the inventory. */
   readonly inventoryJson: string
   readonly hash: string
@@ -49,9 +59,20 @@ interface BuiltApp {
   readonly revision: string | null
 }
 
+/** An app's view for one stretch of time, between two window boundaries. */
+interface TimedView {
+  readonly view: AppView
+  /** Names the view's variants in the cache: the app's content and which items are out of their windows. */
+  readonly cacheKeyPrefix: string
+  /** The next instant a window of the app opens or closes; null: none ahead. */
+  readonly nextChangeAt: number | null
+}
+
 interface SnapshotInternals {
   readonly apps: ReadonlyMap<string, BuiltApp>
   readonly variants: VariantCache
+  /** Each app with a window boundary ahead, and the next one: all that time can change. */
+  readonly timedApps: ReadonlyMap<string, number>
 }
 
 /** Per snapshot, out of its public face: only the next build (and the feed's check) reads it. */
@@ -75,6 +96,7 @@ const DEFAULT_VARIANT_CACHE_MAX_BYTES = 64 * 1024 * 1024
  * constraints forbid (orphans, cycles) are left out instead of failing.
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
+  const now = options.now ?? Date.now()
   const previousSnapshot = options.previous
   const previous = previousSnapshot === undefined ? undefined : internalsOf.get(previousSnapshot)
   const complete = options.complete ?? true
@@ -95,9 +117,17 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     const { appKey, revision } = appRows.app
     const before = previous?.apps.get(appKey)
     if (!complete && revision !== null && before?.revision === revision) continue
-    const built = buildApp(appRows, variants)
-    // The same content read again (after a reconnect, say): the view in service stays.
-    apps.set(appKey, before?.hash === built.hash ? { ...before, revision } : built)
+    const built = buildApp(appRows, variants, now)
+    // The same content at the same time read again (after a reconnect, say): the view stays.
+    const same = before?.cacheKeyPrefix === built.cacheKeyPrefix
+    apps.set(appKey, same ? { ...before, revision } : built)
+    touched.add(appKey)
+  }
+  // Apps a window boundary has passed in since: the same content, a view for the new time.
+  for (const [appKey, nextChangeAt] of complete ? [] : (previous?.timedApps ?? [])) {
+    const before = apps.get(appKey)
+    if (nextChangeAt > now || touched.has(appKey) || before === undefined) continue
+    apps.set(appKey, { ...before, ...viewAt(appKey, before, variants, now) })
     touched.add(appKey)
   }
 
@@ -105,10 +135,16 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     (appKey) => apps.get(appKey)?.view !== previous?.apps.get(appKey)?.view,
   )
   if (previousSnapshot !== undefined && changed.length === 0) return previousSnapshot
+  const timedApps = new Map(complete ? [] : previous?.timedApps)
   for (const appKey of changed) {
     const before = previous?.apps.get(appKey)
-    // Content that no snapshot has any more: no request will ask for its variants again.
-    if (before !== undefined) variants.dropPrefix(variantKeyPrefix(appKey, before.hash))
+    // A view no snapshot has any more: no request will ask for its variants again.
+    if (before !== undefined) variants.dropPrefix(before.cacheKeyPrefix)
+    timedApps.delete(appKey)
+  }
+  for (const appKey of complete ? apps.keys() : changed) {
+    const nextChangeAt = apps.get(appKey)?.nextChangeAt
+    if (nextChangeAt !== undefined && nextChangeAt !== null) timedApps.set(appKey, nextChangeAt)
   }
 
   const sameApps =
@@ -137,9 +173,10 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
     appKeys,
     appsInventory,
+    nextChangeAt: timedApps.size === 0 ? null : Math.min(...timedApps.values()),
     app: (appKey: string) => apps.get(appKey)?.view,
   })
-  internalsOf.set(snapshot, { apps, variants })
+  internalsOf.set(snapshot, { apps, variants, timedApps })
   return snapshot
 }
 
@@ -164,22 +201,42 @@ interface AppRows {
   readonly labelsByItemId: Map<string, LabelRow[]>
 }
 
-function buildApp(appRows: AppRows, variants: VariantCache): BuiltApp {
+function buildApp(appRows: AppRows, variants: VariantCache, now: number): BuiltApp {
   const { app, branding, items, grantsByItemId } = appRows
   const { appLocales, labelsByItemId } = collectLabels(appRows)
   const menus = buildMenuTrees(items, grantsByItemId, labelsByItemId)
   const appJson = renderAppJson(app)
   const head = renderShellHead(appJson, renderBrandingJson(app, branding))
   const hash = computeAppHash({ app, branding, menus })
-  const prefix = variantKeyPrefix(app.appKey, hash)
-  const view = createAppView(app.appKey, head, menus, appLocales, variants, prefix)
-  const inventoryJson = renderInventoryEntryJson(appJson, view.defaultLocale, view.locales)
-  return { view, inventoryJson, hash, revision: app.revision }
+  const parts = { head, menus, appLocales, hash }
+  const timed = viewAt(app.appKey, parts, variants, now)
+  const { defaultLocale, locales } = timed.view
+  const inventoryJson = renderInventoryEntryJson(appJson, defaultLocale, locales)
+  return { ...parts, ...timed, inventoryJson, revision: app.revision }
 }
 
-/** App keys match ^[a-z0-9][a-z0-9-]*$ and hashes are base64url: "\0" separates them safely. */
-function variantKeyPrefix(appKey: string, hash: string): string {
-  return `${appKey}\0${hash}\0`
+/**
+ * The app's view at `now`: its items outside their windows are hidden, and
+ * the next window boundary says when to make it again. App keys match
+ * ^[a-z0-9][a-z0-9-]*$, hashes are base64url and item keys hold no comma, so
+ * "\0" and "," keep the parts of the cache prefix apart.
+ */
+function viewAt(
+  appKey: string,
+  parts: Pick<BuiltApp, 'head' | 'menus' | 'appLocales' | 'hash'>,
+  variants: VariantCache,
+  now: number,
+): TimedView {
+  const { windowed } = parts.menus
+  const outOfWindow = new Set(windowed.filter((node) => !isInWindow(node, now)))
+  const hidden = [...outOfWindow].map((node) => node.itemKey).sort(compareCodeUnits)
+  const cacheKeyPrefix = `${appKey}\0${parts.hash}\0${hidden.join(',')}\0`
+  const { head, menus, appLocales } = parts
+  const view = createAppView(appKey, head, menus, appLocales, variants, cacheKeyPrefix, outOfWindow)
+  const ahead = windowed
+    .flatMap((node) => [node.visibleFrom, node.visibleUntil])
+    .filter((at): at is number => at !== null && at > now)
+  return { view, cacheKeyPrefix, nextChangeAt: ahead.length === 0 ? null : Math.min(...ahead) }
 }
 
 /** The rows of each app read, in the order the apps were read. */

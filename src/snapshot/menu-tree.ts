@@ -7,6 +7,10 @@ export interface MenuTrees {
   readonly roots: ReadonlyMap<Zone, readonly MenuNode[]>
   /** Roles granted on reachable items: the only roles that can change what a caller sees. */
   readonly grantedRoles: ReadonlySet<string>
+  /** Reachable items with a rollout, by item key: the only ones whose buckets can change it. */
+  readonly rollouts: readonly MenuNode[]
+  /** Reachable items with a window: the only ones that time can show or hide. */
+  readonly windowed: readonly MenuNode[]
 }
 
 const NO_GRANTS: readonly string[] = Object.freeze([])
@@ -46,6 +50,8 @@ export function buildMenuTrees(
   // Each row is placed once, even if duplicate ids would lead to it twice.
   const placed = new Set<MenuItemRow>()
   const grantedRoles = new Set<string>()
+  const rollouts: MenuNode[] = []
+  const windowed: MenuNode[] = []
 
   const buildNodes = (rows: MenuItemRow[] | undefined): readonly MenuNode[] => {
     if (rows === undefined) return NO_NODES
@@ -68,21 +74,29 @@ export function buildMenuTrees(
     // Sorted by tag, so that the order rows were read in never shows (in the version, say).
     const localizedLabels =
       labels === undefined ? null : Object.freeze(sortedEntries(labels).flat())
-    return Object.freeze({
+    const node: MenuNode = Object.freeze({
+      itemKey: row.itemKey,
       position: row.position,
       hasHref: row.href !== null,
       grants,
+      rolloutPercent: row.rolloutPercent,
+      visibleFrom: row.visibleFrom,
+      visibleUntil: row.visibleUntil,
       children,
       openJson,
       labelStart,
       labelEnd,
       localizedLabels,
     })
+    if (node.rolloutPercent !== null) rollouts.push(node)
+    if (node.visibleFrom !== null || node.visibleUntil !== null) windowed.push(node)
+    return node
   }
 
   const roots = new Map<Zone, readonly MenuNode[]>()
   for (const [zone, rows] of rootRows) roots.set(zone, buildNodes(rows))
-  return { roots, grantedRoles }
+  rollouts.sort((a, b) => compareCodeUnits(a.itemKey, b.itemKey))
+  return { roots, grantedRoles, rollouts, windowed }
 }
 
 /** Display order: position, then id as a number (ids are bigint decimal strings). */

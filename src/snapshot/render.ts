@@ -1,7 +1,7 @@
 import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
 import { ZONES, type Zone } from '../db/vocabulary.js'
 import { contentTag } from '../http/content-tag.js'
-import type { MenuNode, RenderedBody, ShellVariant } from './types.js'
+import type { Audience, MenuNode, RenderedBody, ShellVariant } from './types.js'
 
 /** The `app` block of the shell response. */
 export function renderAppJson(app: AppRow): string {
@@ -82,27 +82,27 @@ export interface RenderLocale {
   readonly labelForms: readonly string[]
 }
 
-/** Everything of the shell response after the caller's block: the menus this role set may see. */
+/** Everything of the shell response after the caller's block: the menus this audience may see. */
 export function renderShellTail(
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
-  callerRoles: ReadonlySet<string>,
+  audience: Audience,
   locale: RenderLocale,
 ): Buffer {
   const zones = ZONES.map(
     (zone) =>
-      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], callerRoles, locale.labelForms)}]`,
+      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], audience, locale.labelForms)}]`,
   )
   return Buffer.from(`,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`)
 }
 
 function renderVisibleNodes(
   nodes: readonly MenuNode[],
-  callerRoles: ReadonlySet<string>,
+  audience: Audience,
   labelForms: readonly string[],
 ): string {
   let json = ''
   for (const node of nodes) {
-    const nodeJson = renderVisibleNode(node, callerRoles, labelForms)
+    const nodeJson = renderVisibleNode(node, audience, labelForms)
     if (nodeJson === null) continue
     json = json === '' ? nodeJson : `${json},${nodeJson}`
   }
@@ -126,16 +126,19 @@ function openJsonIn(node: MenuNode, labelForms: readonly string[]): string {
 
 /**
  * The item's JSON, or null when the caller may not see it: it has grants and
- * the caller holds none of them, or it is a pure grouping (no href) whose
- * children are all hidden. Hiding an item hides its whole subtree.
+ * the caller holds none of them, it has a rollout the caller is not in, it
+ * is outside its window, or it is a pure grouping (no href) whose children
+ * are all hidden. Hiding an item hides its whole subtree.
  */
 function renderVisibleNode(
   node: MenuNode,
-  callerRoles: ReadonlySet<string>,
+  audience: Audience,
   labelForms: readonly string[],
 ): string | null {
-  if (node.grants.length > 0 && !node.grants.some((role) => callerRoles.has(role))) return null
-  const childrenJson = renderVisibleNodes(node.children, callerRoles, labelForms)
+  if (node.grants.length > 0 && !node.grants.some((role) => audience.roles.has(role))) return null
+  if (node.rolloutPercent !== null && !audience.rolledOut.has(node)) return null
+  if (audience.outOfWindow.has(node)) return null
+  const childrenJson = renderVisibleNodes(node.children, audience, labelForms)
   if (childrenJson === '' && !node.hasHref && node.children.length > 0) return null
   return `${openJsonIn(node, labelForms)}${childrenJson}]}`
 }
@@ -146,13 +149,13 @@ export function renderAppsInventory(appJsons: readonly string[]): RenderedBody {
   return Object.freeze({ body, etag: `"${contentTag(body)}"` })
 }
 
-/** One response variant: the app's shared head, this role set's menus in one locale, and their tag. */
+/** One response variant: the app's shared head, this audience's menus in one locale, and their tag. */
 export function renderShellVariant(
   head: Buffer,
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
-  callerRoles: ReadonlySet<string>,
+  audience: Audience,
   locale: RenderLocale,
 ): ShellVariant {
-  const tail = renderShellTail(roots, callerRoles, locale)
+  const tail = renderShellTail(roots, audience, locale)
   return Object.freeze({ head, tail, tag: contentTag(head, tail) })
 }

@@ -3,11 +3,18 @@
  * snapshots live long, and the loader's row objects would double the heap.
  */
 export interface MenuNode {
+  /** The item_key, unique in its app: what its rollout bucket is computed from. */
+  readonly itemKey: string
   readonly position: number
   /** False for a pure grouping, which is dropped when none of its children is shown. */
   readonly hasHref: boolean
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
   readonly grants: readonly string[]
+  /** The share of callers it is rolled out to (0 to 100); null: every caller. */
+  readonly rolloutPercent: number | null
+  /** Its window in milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
+  readonly visibleFrom: number | null
+  readonly visibleUntil: number | null
   readonly children: readonly MenuNode[]
   /** `{"id":…,"external":…,"children":[`: everything of the item but its children, in the default locale. */
   readonly openJson: string
@@ -64,11 +71,12 @@ export interface AppView {
    */
   localeFor(acceptLanguage: string | undefined): string
   /**
-   * The response variant for these caller roles in one of the app's locales,
-   * rendered once and memoized by the caller's roles among the app's granted
-   * ones, and the locale: callers holding the same of them share one variant.
+   * The response variant for this caller in one of the app's locales,
+   * rendered once and memoized by the caller's audience (its roles among the
+   * app's granted ones, the app's rollouts it is in) and the locale: callers
+   * with the same audience share one variant.
    */
-  variant(callerRoles: readonly string[], locale: string): ShellVariant
+  variant(caller: Caller, locale: string): ShellVariant
 }
 
 /** One immutable view of the whole database; swapped whole on every reload. */
@@ -80,6 +88,12 @@ export interface Snapshot {
   readonly appKeys: readonly string[]
   /** `GET /api/v1/apps`, rendered at build time. */
   readonly appsInventory: RenderedBody
+  /**
+   * The next instant (milliseconds since the epoch) at which an item's window
+   * opens or closes: the snapshot must be made again then, since its bytes
+   * change by themselves. Null: no window boundary ahead.
+   */
+  readonly nextChangeAt: number | null
   app(appKey: string): AppView | undefined
 }
 
@@ -93,4 +107,26 @@ export interface SnapshotSource {
   snapshotAgeSeconds(): number | null
   /** Called after every swap to a new snapshot; returns an unsubscribe function. */
   onSwap(listener: (snapshot: Snapshot) => void): () => void
+}
+
+/** Who asks, as far as what they see goes: the token's subject and roles. */
+export interface Caller {
+  readonly sub: string
+  /** De-duplicated and sorted (auth/verified-caller.ts). */
+  readonly roles: readonly string[]
+}
+
+/**
+ * Which of an app's items one caller may see: the roles that decide grants,
+ * the rollouts the caller is in, and the items outside their window at the
+ * time the app's view was made. A variant is rendered per audience and
+ * locale; callers with the same audience share it.
+ */
+export interface Audience {
+  /** The caller's roles among those the app grants anywhere. */
+  readonly roles: ReadonlySet<string>
+  /** Items with a rollout the caller is in. */
+  readonly rolledOut: ReadonlySet<MenuNode>
+  /** Items outside their window now: hidden, whoever asks. */
+  readonly outOfWindow: ReadonlySet<MenuNode>
 }

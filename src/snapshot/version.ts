@@ -56,7 +56,9 @@ function describeNodes(nodes: readonly MenuNode[]): string {
   return nodes.map(describeNode).join(',')
 }
 
-function describeNode({ position, grants, openJson, localizedLabels, children }: MenuNode): string {
-  const localized = JSON.stringify(localizedLabels ?? [])
-  return `[${JSON.stringify(position)},${JSON.stringify(grants)},${localized},${openJson}${describeNodes(children)}]}]`
+function describeNode(node: MenuNode): string {
+  const { position, grants, rolloutPercent, visibleFrom, visibleUntil } = node
+  const fields = JSON.stringify([position, grants, rolloutPercent, visibleFrom, visibleUntil])
+  const localized = JSON.stringify(node.localizedLabels ?? [])
+  return `[${fields},${localized},${node.openJson}${describeNodes(node.children)}]}]`
 }

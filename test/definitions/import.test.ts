@@ -6,6 +6,7 @@ import postgres from '../../src/db/postgres-driver.js'
 import { readAppDefinitions } from '../../src/definitions/app-definitions.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { dumpRows, runCli } from '../helpers/shell-data-cli.js'
+import { waitFor } from '../helpers/wait.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'shell-data-import-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -137,6 +138,50 @@ t.test('labels and a default locale go in, come out of export, and change alone'
   t.notOk('defaultLocale' in plainExport.apps[0], 'the default en is left out of the export')
 })
 
+t.test('rollouts and windows go in, come out of export in UTC, and change alone', async (t) => {
+  const db = await createTestDatabase(t)
+  const app = {
+    key: 'launch',
+    name: 'Launch',
+    menus: {
+      sidebar: [
+        { id: 'home', label: 'Home' },
+        {
+          id: 'beta',
+          label: 'Beta',
+          rollout: 25,
+          visibleFrom: '2026-12-01T01:00:00+01:00',
+          visibleUntil: '2027-01-01T00:00:00.250Z',
+        },
+      ],
+    },
+  }
+  t.equal((await runCli(db.url, 'import', await writeDefinitions({ apps: [app] }))).code, 0)
+  const [row] = await db.sql`
+    select rollout_percent, visible_from = '2026-12-01T00:00:00Z' as from_ok,
+           visible_until = '2027-01-01T00:00:00.25Z' as until_ok
+    from shell.menu_items where item_key = 'beta'`
+  t.same(row, { rollout_percent: 25, from_ok: true, until_ok: true }, 'as rows')
+  const exported = JSON.parse((await runCli(db.url, 'export', 'launch')).stdout)
+  t.same(exported.apps[0].menus.sidebar[1], {
+    id: 'beta',
+    label: 'Beta',
+    rollout: 25,
+    visibleFrom: '2026-12-01T00:00:00Z',
+    visibleUntil: '2027-01-01T00:00:00.250Z',
+  })
+  t.same(Object.keys(exported.apps[0].menus.sidebar[0]), ['id', 'label'], 'nothing for the others')
+  const again = await runCli(db.url, 'import', await writeDefinitions(exported))
+  t.equal(again.stdout, 'launch: unchanged\n', 'export then import: unchanged')
+  const raised = structuredClone(exported)
+  raised.apps[0].menus.sidebar[1].rollout = 50
+  delete raised.apps[0].menus.sidebar[1].visibleUntil
+  const plan = await runCli(db.url, 'import', '--dry-run', await writeDefinitions(raised))
+  t.equal(plan.code, 0, plan.stderr)
+  t.match(plan.stdout, /~ item beta: rollout 25 % → 50 %/)
+  t.match(plan.stdout, /~ item beta: visibleUntil 2027-01-01T00:00:00\.250Z → unbounded/)
+})
+
 t.test('export then import changes nothing and sends no notification', async (t) => {
   const db = await createTestDatabase(t)
   t.equal((await runCli(db.url, 'import', 'seeds/crm.json')).code, 0)
@@ -152,9 +197,7 @@ t.test('export then import changes nothing and sends no notification', async (t)
   t.equal(again.stdout, 'crm: unchanged\n')
   t.same(await dumpRows(db.sql), before, 'every row as it was')
   await db.sql`select pg_notify('shell_changed', 'marker')`
-  const deadline = Date.now() + 5_000
-  while (!received.includes('marker') && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 5))
+  await waitFor(() => received.includes('marker'), 'the marker notification')
   t.same(received, ['marker'], 'no notification but our marker')
   const single = await runCli(db.url, 'export', 'crm')
   t.same(JSON.parse(single.stdout), JSON.parse(exported.stdout), 'export of one app')
@@ -335,6 +378,46 @@ const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
     [
       ['$.apps[0].menus.sidebar[0].labels["de-at"]', /is the app's default locale \(de-AT\)/],
       ['$.apps[0].menus.sidebar[0].labels["fr-ca"]', /names the same language as "fr-CA"/],
+    ],
+  ],
+  [
+    'rollouts and windows',
+    {
+      apps: [
+        {
+          ...validApp,
+          menus: {
+            sidebar: [
+              { id: 'a', label: 'A', rollout: 101 },
+              { id: 'b', label: 'B', rollout: 12.5 },
+              { id: 'c', label: 'C', rollout: '25' },
+              { id: 'd', label: 'D', visibleFrom: '2026-12-01T00:00:00' },
+              { id: 'e', label: 'E', visibleFrom: '2026-02-30T00:00:00Z' },
+              {
+                id: 'f',
+                label: 'F',
+                visibleFrom: '2026-12-02T00:00:00Z',
+                visibleUntil: '2026-12-01T00:00:00Z',
+              },
+              {
+                id: 'g',
+                label: 'G',
+                visibleFrom: '2026-12-01T00:00:00Z',
+                visibleUntil: '2026-12-01T01:00:00+01:00',
+              },
+            ],
+          },
+        },
+      ],
+    },
+    [
+      ['$.apps[0].menus.sidebar[0].rollout', /must be a whole percent from 0 to 100/],
+      ['$.apps[0].menus.sidebar[1].rollout', /must be a whole percent from 0 to 100/],
+      ['$.apps[0].menus.sidebar[2].rollout', /must be a whole percent from 0 to 100/],
+      ['$.apps[0].menus.sidebar[3].visibleFrom', /not an RFC 3339 date-time with an offset/],
+      ['$.apps[0].menus.sidebar[4].visibleFrom', /not an RFC 3339 date-time with an offset/],
+      ['$.apps[0].menus.sidebar[5].visibleUntil', /must be later than visibleFrom/],
+      ['$.apps[0].menus.sidebar[6].visibleUntil', /must be later than visibleFrom/],
     ],
   ],
   [

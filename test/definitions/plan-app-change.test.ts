@@ -284,6 +284,9 @@ const otherItemValues: { [K in keyof ItemDefinition]: ItemDefinition[K] } = {
   href: '/other',
   external: true,
   roles: ['other'],
+  rollout: 25,
+  visibleFrom: '2026-12-01T00:00:00Z',
+  visibleUntil: '2027-01-01T00:00:00Z',
   children: [],
 }
 

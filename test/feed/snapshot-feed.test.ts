@@ -17,6 +17,7 @@ import { readMetric } from '../helpers/metrics.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { startPrivatePostgres } from '../helpers/test-postgres.js'
 import { sleep, waitFor } from '../helpers/wait.js'
+import { callerWith } from '../snapshot/rows.js'
 
 const silent = pino({ level: 'silent' })
 
@@ -53,7 +54,7 @@ const listeningOf = (metrics: Metrics) => readMetric(metrics.feedListening)
 
 /** The shell body one caller would get, parsed. */
 function renderShell(snapshot: Snapshot | undefined, appKey: string, roles: string[]): unknown {
-  const variant = snapshot?.app(appKey)?.variant(roles, 'en')
+  const variant = snapshot?.app(appKey)?.variant(callerWith(roles), 'en')
   if (variant === undefined) return undefined
   return JSON.parse(Buffer.concat([variant.head, Buffer.from('null'), variant.tail]).toString())
 }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { createLastShellMemo } from '../../src/routes/last-shell-memo.js'
-import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
+import type { AppView, Caller, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
 
 /** A view that renders a fresh variant per call and counts the calls. */
 function countingView(key: string): AppView & { calls: number } {
@@ -12,7 +12,7 @@ function countingView(key: string): AppView & { calls: number } {
     locales: ['de', 'en'],
     localeFor: () => 'en',
     calls: 0,
-    variant(roles: readonly string[], locale: string): ShellVariant {
+    variant({ roles }: Caller, locale: string): ShellVariant {
       view.calls += 1
       return {
         head: Buffer.from(`{"app":"${key}","user":`),

@@ -1,7 +1,15 @@
 import t from 'tap'
 import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
-import { appRow, brandingRow, grantRows, itemRow, renderBody, requireApp } from './rows.js'
+import {
+  appRow,
+  brandingRow,
+  callerWith,
+  grantRows,
+  itemRow,
+  renderBody,
+  requireApp,
+} from './rows.js'
 
 /** Two apps; `crmLabel` varies the first one's only item, and names crm's revision. */
 function fullRows(crmLabel = 'Leads'): SnapshotRows {
@@ -47,27 +55,27 @@ t.test('an incremental build equals a full build of the same content', async (t)
     ['hr', ['hr-admin']],
     ['hr', []],
   ] as const) {
-    const fromIncremental = requireApp(incremental, appKey).variant(roles, 'en')
-    const fromFull = requireApp(full, appKey).variant(roles, 'en')
+    const fromIncremental = requireApp(incremental, appKey).variant(callerWith(roles), 'en')
+    const fromFull = requireApp(full, appKey).variant(callerWith(roles), 'en')
     t.equal(renderBody(fromIncremental), renderBody(fromFull), `${appKey} ${roles.join()}`)
     t.equal(fromIncremental.tag, fromFull.tag)
   }
   t.match(
-    renderBody(requireApp(incremental, 'crm').variant(['crm-sales'], 'en')),
+    renderBody(requireApp(incremental, 'crm').variant(callerWith(['crm-sales']), 'en')),
     /"label":"Pipeline"/,
   )
 })
 
 t.test('unchanged apps are taken over whole, with their memoized variants', async (t) => {
   const first = buildSnapshot(fullRows())
-  const warm = requireApp(first, 'hr').variant(['hr-admin'], 'en')
+  const warm = requireApp(first, 'hr').variant(callerWith(['hr-admin']), 'en')
   const next = buildSnapshot(onlyCrmRows('Pipeline'), {
     previous: first,
     complete: false,
   })
   t.equal(next.app('hr'), first.app('hr'), 'the same app view')
   t.equal(
-    requireApp(next, 'hr').variant(['hr-admin'], 'en'),
+    requireApp(next, 'hr').variant(callerWith(['hr-admin']), 'en'),
     warm,
     'the same variant object, not re-rendered',
   )
@@ -76,16 +84,16 @@ t.test('unchanged apps are taken over whole, with their memoized variants', asyn
 
 t.test('a changed app never serves a variant of its old content', async (t) => {
   const first = buildSnapshot(fullRows('Old'))
-  const old = requireApp(first, 'crm').variant(['crm-sales'], 'en')
+  const old = requireApp(first, 'crm').variant(callerWith(['crm-sales']), 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
     complete: false,
   })
-  const fresh = requireApp(next, 'crm').variant(['crm-sales'], 'en')
+  const fresh = requireApp(next, 'crm').variant(callerWith(['crm-sales']), 'en')
   t.not(fresh, old)
   t.match(renderBody(fresh), /"label":"New"/)
   t.match(
-    renderBody(requireApp(first, 'crm').variant(['crm-sales'], 'en')),
+    renderBody(requireApp(first, 'crm').variant(callerWith(['crm-sales']), 'en')),
     /"label":"Old"/,
     'the old snapshot is untouched',
   )
@@ -147,13 +155,20 @@ t.test('the inventory stays the same object while what it lists does not change'
 t.test("variants of an app's old content leave the cache at once, making room", async (t) => {
   // Room for two variants: hr's, then crm's old one.
   const first = buildSnapshot(fullRows('Old'), { variantCacheMaxEntries: 2 })
-  const warm = requireApp(first, 'hr').variant(['hr-admin'], 'en')
-  requireApp(first, 'crm').variant(['crm-sales'], 'en')
+  const warm = requireApp(first, 'hr').variant(callerWith(['hr-admin']), 'en')
+  requireApp(first, 'crm').variant(callerWith(['crm-sales']), 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {
     previous: first,
     complete: false,
   })
-  t.match(renderBody(requireApp(next, 'crm').variant(['crm-sales'], 'en')), /"label":"New"/)
+  t.match(
+    renderBody(requireApp(next, 'crm').variant(callerWith(['crm-sales']), 'en')),
+    /"label":"New"/,
+  )
   // Had crm's old variant stayed, the new one would have pushed out hr's, the least recently used.
-  t.equal(requireApp(next, 'hr').variant(['hr-admin'], 'en'), warm, "hr's variant is still cached")
+  t.equal(
+    requireApp(next, 'hr').variant(callerWith(['hr-admin']), 'en'),
+    warm,
+    "hr's variant is still cached",
+  )
 })

@@ -3,7 +3,15 @@ import type { LabelRow } from '../../src/db/read-snapshot-rows.js'
 import { parseAcceptLanguage } from '../../src/http/accept-language.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import { truncationsOf } from '../../src/snapshot/locale-lookup.js'
-import { appRow, grantRows, itemRow, renderBody, requireApp, snapshotRows } from './rows.js'
+import {
+  appRow,
+  callerWith,
+  grantRows,
+  itemRow,
+  renderBody,
+  requireApp,
+  snapshotRows,
+} from './rows.js'
 
 /** Languages: negotiation by RFC 4647 lookup, labels per locale with fallbacks, tags per locale. */
 
@@ -34,7 +42,7 @@ const crm = requireApp(buildSnapshot(crmRows()), 'crm')
 /** The sidebar labels of a caller with these roles in the locale the header chooses. */
 function sidebarIn(acceptLanguage: string | undefined, roles: string[] = ['crm-sales']) {
   const locale = crm.localeFor(acceptLanguage)
-  const body = JSON.parse(renderBody(crm.variant(roles, locale)))
+  const body = JSON.parse(renderBody(crm.variant(callerWith(roles), locale)))
   return { locale, labels: body.menus.sidebar.map((item: { label: string }) => item.label) }
 }
 
@@ -126,12 +134,20 @@ t.test('role filtering holds in every language', async (t) => {
 })
 
 t.test('the body names its locale; tags differ exactly where bytes differ', async (t) => {
-  const german = crm.variant(['crm-sales'], 'de')
+  const german = crm.variant(callerWith(['crm-sales']), 'de')
   t.equal(JSON.parse(renderBody(german)).locale, 'de')
-  t.not(german.tag, crm.variant(['crm-sales'], 'en').tag)
-  t.equal(crm.variant(['crm-sales'], crm.localeFor('de-AT')), german, 'one variant per locale')
+  t.not(german.tag, crm.variant(callerWith(['crm-sales']), 'en').tag)
+  t.equal(
+    crm.variant(callerWith(['crm-sales']), crm.localeFor('de-AT')),
+    german,
+    'one variant per locale',
+  )
   const rebuilt = requireApp(buildSnapshot(crmRows()), 'crm')
-  t.equal(rebuilt.variant(['crm-sales'], 'de').tag, german.tag, 'the same on every build')
+  t.equal(
+    rebuilt.variant(callerWith(['crm-sales']), 'de').tag,
+    german.tag,
+    'the same on every build',
+  )
 })
 
 t.test('a label changed in one language changes only that language', async (t) => {
@@ -146,9 +162,21 @@ t.test('a label changed in one language changes only that language', async (t) =
     'crm',
   )
   for (const locale of ['en', 'fr', 'pt-BR'])
-    t.equal(changed.variant([], locale).tag, crm.variant([], locale).tag, `${locale} unchanged`)
-  t.not(changed.variant([], 'de').tag, crm.variant([], 'de').tag, 'de changed')
-  t.not(changed.variant([], 'de-CH').tag, crm.variant([], 'de-CH').tag, 'de-CH falls back to it')
+    t.equal(
+      changed.variant(callerWith([]), locale).tag,
+      crm.variant(callerWith([]), locale).tag,
+      `${locale} unchanged`,
+    )
+  t.not(
+    changed.variant(callerWith([]), 'de').tag,
+    crm.variant(callerWith([]), 'de').tag,
+    'de changed',
+  )
+  t.not(
+    changed.variant(callerWith([]), 'de-CH').tag,
+    crm.variant(callerWith([]), 'de-CH').tag,
+    'de-CH falls back to it',
+  )
 })
 
 t.test('an app whose default is not en', async (t) => {
@@ -167,7 +195,7 @@ t.test('an app whose default is not en', async (t) => {
   t.equal(kiosk.localeFor('fr'), 'de', 'no match: the default')
   t.equal(kiosk.localeFor('en-US'), 'en')
   const label = (locale: string) =>
-    JSON.parse(renderBody(kiosk.variant([], locale))).menus.sidebar[0].label
+    JSON.parse(renderBody(kiosk.variant(callerWith([]), locale))).menus.sidebar[0].label
   t.equal(label('de'), 'Start', 'menu_items.label is the default locale label')
   t.equal(label('en'), 'Home')
 })
@@ -186,7 +214,7 @@ t.test(
       'crm',
     )
     t.same(reversed.locales, ['de-CH', 'en'])
-    const body = JSON.parse(renderBody(view.variant([], view.localeFor('de-ch'))))
+    const body = JSON.parse(renderBody(view.variant(callerWith([]), view.localeFor('de-ch'))))
     t.same(
       body.menus.sidebar.map((item: { label: string }) => item.label),
       ['A (ch)', 'B (CH)'],

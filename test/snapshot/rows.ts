@@ -5,7 +5,7 @@ import type {
   MenuItemRow,
   SnapshotRows,
 } from '../../src/db/read-snapshot-rows.js'
-import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
+import type { AppView, Caller, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
 
 /** An app row with plausible defaults. */
 export function appRow(appKey: string, fields: Partial<AppRow> = {}): AppRow {
@@ -53,6 +53,9 @@ export function itemRow(
     icon: null,
     href: `/${itemKey}`,
     external: false,
+    rolloutPercent: null,
+    visibleFrom: null,
+    visibleUntil: null,
     ...fields,
   }
 }
@@ -95,4 +98,9 @@ export function requireApp(snapshot: Snapshot, appKey: string): AppView {
   const view = snapshot.app(appKey)
   if (view === undefined) throw new Error(`app ${appKey} missing from the snapshot`)
   return view
+}
+
+/** A caller holding these roles (a rollout's bucket goes by `sub`). */
+export function callerWith(roles: readonly string[], sub = 'test-user'): Caller {
+  return { sub, roles }
 }

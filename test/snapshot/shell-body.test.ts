@@ -4,6 +4,7 @@ import type { ShellVariant } from '../../src/snapshot/types.js'
 import {
   appRow,
   brandingRow,
+  callerWith,
   grantRows,
   itemRow,
   renderBody,
@@ -12,7 +13,7 @@ import {
 } from './rows.js'
 
 function crmVariant(rows: Parameters<typeof snapshotRows>[0], roles: string[] = []): ShellVariant {
-  return requireApp(buildSnapshot(snapshotRows(rows)), 'crm').variant(roles, 'en')
+  return requireApp(buildSnapshot(snapshotRows(rows)), 'crm').variant(callerWith(roles), 'en')
 }
 
 const user = { sub: 'u-1', username: 'ada', name: null, email: null, roles: ['crm-sales'] }
@@ -144,8 +145,8 @@ t.test('variants are frozen and the head is shared by every variant of an app', 
     buildSnapshot(snapshotRows({ menuItems: [itemRow('1', 'a')], grants: grantRows('1', 'r') })),
     'crm',
   )
-  const open = view.variant([], 'en')
-  const granted = view.variant(['r'], 'en')
+  const open = view.variant(callerWith([]), 'en')
+  const granted = view.variant(callerWith(['r']), 'en')
   t.ok(Object.isFrozen(open))
   t.equal(open.head, granted.head, 'the same Buffer')
   t.not(open.tail.toString(), granted.tail.toString())

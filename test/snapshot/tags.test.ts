@@ -3,7 +3,7 @@ import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snap
 import { contentTag, textTag } from '../../src/http/content-tag.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
-import { appRow, brandingRow, grantRows, itemRow, requireApp } from './rows.js'
+import { appRow, brandingRow, callerWith, grantRows, itemRow, requireApp } from './rows.js'
 
 /** Two apps, nested items with distinct positions among siblings, grants, branding. */
 function contentRows(): SnapshotRows {
@@ -56,7 +56,7 @@ const callers: string[][] = [[], ['crm-sales'], ['crm-manager'], ['billing-admin
 
 function variantTags(snapshot: Snapshot): string[] {
   return ['crm', 'billing'].flatMap((appKey) =>
-    callers.map((roles) => requireApp(snapshot, appKey).variant(roles, 'en').tag),
+    callers.map((roles) => requireApp(snapshot, appKey).variant(callerWith(roles), 'en').tag),
   )
 }
 
@@ -79,8 +79,12 @@ t.test('tags depend on content alone, not on ids, row order or build', async (t)
   t.same(variantTags(renumbered), variantTags(first))
   t.equal(renumbered.appsInventory.etag, first.appsInventory.etag)
   t.equal(
-    requireApp(renumbered, 'crm').variant(['crm-sales'], 'en').tail.toString(),
-    requireApp(first, 'crm').variant(['crm-sales'], 'en').tail.toString(),
+    requireApp(renumbered, 'crm')
+      .variant(callerWith(['crm-sales']), 'en')
+      .tail.toString(),
+    requireApp(first, 'crm')
+      .variant(callerWith(['crm-sales']), 'en')
+      .tail.toString(),
   )
 })
 
@@ -129,8 +133,8 @@ t.test('a change nobody can see still changes the version', async (t) => {
   })
   t.not(extraGrant.version, base.version)
   t.equal(
-    requireApp(extraGrant, 'crm').variant(['crm-sales'], 'en').tag,
-    requireApp(base, 'crm').variant(['crm-sales'], 'en').tag,
+    requireApp(extraGrant, 'crm').variant(callerWith(['crm-sales']), 'en').tag,
+    requireApp(base, 'crm').variant(callerWith(['crm-sales']), 'en').tag,
     'a sales caller sees the same deals item either way',
   )
   const emptyBranding = buildSnapshot({
@@ -152,8 +156,8 @@ t.test('with equal positions the id decides the order, and renumbering can flip 
   const betaFirst = buildSnapshot(rows('10', '9'))
   t.not(alphaFirst.version, betaFirst.version)
   t.not(
-    requireApp(alphaFirst, 'crm').variant([], 'en').tag,
-    requireApp(betaFirst, 'crm').variant([], 'en').tag,
+    requireApp(alphaFirst, 'crm').variant(callerWith([]), 'en').tag,
+    requireApp(betaFirst, 'crm').variant(callerWith([]), 'en').tag,
   )
 })
 
@@ -162,20 +166,27 @@ t.test('callers share a variant when they hold the same roles that the app grant
   const crm = requireApp(snapshot, 'crm')
   t.same(crm.grantedRoles, ['crm-manager', 'crm-sales'])
   t.equal(
-    crm.variant([], 'en'),
-    crm.variant(['offline_access'], 'en'),
+    crm.variant(callerWith([]), 'en'),
+    crm.variant(callerWith(['offline_access']), 'en'),
     'no granted role: one variant',
   )
-  const sales = crm.variant(['crm-sales', 'uma_authorization'], 'en')
-  t.equal(sales, crm.variant(['billing-admin', 'crm-sales'], 'en'), 'irrelevant roles do not count')
-  t.not(sales, crm.variant([], 'en'))
+  const sales = crm.variant(callerWith(['crm-sales', 'uma_authorization']), 'en')
   t.equal(
-    crm.variant(['crm-manager', 'crm-sales'], 'en'),
-    crm.variant(['crm-manager', 'crm-sales', 'offline_access'], 'en'),
+    sales,
+    crm.variant(callerWith(['billing-admin', 'crm-sales']), 'en'),
+    'irrelevant roles do not count',
   )
-  t.not(crm.variant(['crm-manager', 'crm-sales'], 'en'), sales)
+  t.not(sales, crm.variant(callerWith([]), 'en'))
+  t.equal(
+    crm.variant(callerWith(['crm-manager', 'crm-sales']), 'en'),
+    crm.variant(callerWith(['crm-manager', 'crm-sales', 'offline_access']), 'en'),
+  )
+  t.not(crm.variant(callerWith(['crm-manager', 'crm-sales']), 'en'), sales)
   const billing = requireApp(snapshot, 'billing')
-  t.equal(billing.variant(['crm-manager', 'crm-sales'], 'en'), billing.variant([], 'en'))
+  t.equal(
+    billing.variant(callerWith(['crm-manager', 'crm-sales']), 'en'),
+    billing.variant(callerWith([]), 'en'),
+  )
 })
 
 t.test('variants cannot confuse role sets when a role contains a comma or is empty', async (t) => {
@@ -187,12 +198,18 @@ t.test('variants cannot confuse role sets when a role contains a comma or is emp
     labels: [],
   })
   const crm = requireApp(snapshot, 'crm')
-  t.not(crm.variant(['x,y'], 'en'), crm.variant(['x', 'y'], 'en'))
-  t.not(crm.variant(['x,y'], 'en').tail.toString(), crm.variant(['x', 'y'], 'en').tail.toString())
-  t.not(crm.variant([''], 'en').tail.toString(), crm.variant([], 'en').tail.toString())
+  t.not(crm.variant(callerWith(['x,y']), 'en'), crm.variant(callerWith(['x', 'y']), 'en'))
+  t.not(
+    crm.variant(callerWith(['x,y']), 'en').tail.toString(),
+    crm.variant(callerWith(['x', 'y']), 'en').tail.toString(),
+  )
+  t.not(
+    crm.variant(callerWith(['']), 'en').tail.toString(),
+    crm.variant(callerWith([]), 'en').tail.toString(),
+  )
   t.equal(
-    crm.variant(['offline_access', 'x'], 'en'),
-    crm.variant(['x'], 'en'),
+    crm.variant(callerWith(['offline_access', 'x']), 'en'),
+    crm.variant(callerWith(['x']), 'en'),
     'roles the app grants nowhere make no difference',
   )
 })
@@ -201,22 +218,25 @@ t.test('variants are memoized per snapshot and bounded', async (t) => {
   const snapshot = buildSnapshot(contentRows())
   const crm = requireApp(snapshot, 'crm')
   t.equal(
-    crm.variant(['crm-sales'], 'en'),
-    crm.variant(['crm-sales'], 'en'),
+    crm.variant(callerWith(['crm-sales']), 'en'),
+    crm.variant(callerWith(['crm-sales']), 'en'),
     'the second call hits',
   )
   const other = requireApp(buildSnapshot(contentRows()), 'crm')
   t.not(
-    other.variant(['crm-sales'], 'en'),
-    crm.variant(['crm-sales'], 'en'),
+    other.variant(callerWith(['crm-sales']), 'en'),
+    crm.variant(callerWith(['crm-sales']), 'en'),
     'each snapshot has its cache',
   )
-  t.equal(other.variant(['crm-sales'], 'en').tag, crm.variant(['crm-sales'], 'en').tag)
+  t.equal(
+    other.variant(callerWith(['crm-sales']), 'en').tag,
+    crm.variant(callerWith(['crm-sales']), 'en').tag,
+  )
 
   const tiny = requireApp(buildSnapshot(contentRows(), { variantCacheMaxEntries: 1 }), 'crm')
-  const evicted = tiny.variant([], 'en')
-  tiny.variant(['crm-sales'], 'en')
-  const rerendered = tiny.variant([], 'en')
+  const evicted = tiny.variant(callerWith([]), 'en')
+  tiny.variant(callerWith(['crm-sales']), 'en')
+  const rerendered = tiny.variant(callerWith([]), 'en')
   t.not(rerendered, evicted, 'a one-entry cache re-renders after eviction')
   t.equal(rerendered.tag, evicted.tag)
 })

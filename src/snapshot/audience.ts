@@ -1,0 +1,45 @@
+import { hash } from 'node:crypto'
+import type { Caller, MenuNode } from './types.js'
+
+/**
+ * The caller's bucket for a rollout item, 0 to 99 (README, "Audiences"): the
+ * first four bytes of SHA-256 over the UTF-8 of `<appKey>/<itemKey>/<sub>`,
+ * as an unsigned big-endian integer, modulo 100. The caller is in the
+ * rollout when the bucket is below the percent, so raising the percent
+ * never hides the item from anyone who saw it.
+ */
+export function rolloutBucket(appKey: string, itemKey: string, sub: string): number {
+  return hash('sha256', `${appKey}/${itemKey}/${sub}`, 'buffer').readUInt32BE(0) % 100
+}
+
+/**
+ * Buckets per caller, computed once per verified token (the caller object
+ * lives as long as its token's cache entry) and kept across snapshots: a
+ * bucket depends on the app, the item and the subject only, not on the percent.
+ */
+const bucketsByCaller = new WeakMap<Caller, Map<string, number>>()
+
+/** Whether the caller is in the item's rollout. */
+export function isInRollout(appKey: string, node: MenuNode, caller: Caller): boolean {
+  if (node.rolloutPercent === null) return true
+  let buckets = bucketsByCaller.get(caller)
+  if (buckets === undefined) {
+    buckets = new Map()
+    bucketsByCaller.set(caller, buckets)
+  }
+  const path = `${appKey}/${node.itemKey}`
+  let bucket = buckets.get(path)
+  if (bucket === undefined) {
+    bucket = rolloutBucket(appKey, node.itemKey, caller.sub)
+    buckets.set(path, bucket)
+  }
+  return bucket < node.rolloutPercent
+}
+
+/** Whether `at` (milliseconds since the epoch) is in the item's window: from <= at < until. */
+export function isInWindow(node: MenuNode, at: number): boolean {
+  return (
+    (node.visibleFrom === null || node.visibleFrom <= at) &&
+    (node.visibleUntil === null || at < node.visibleUntil)
+  )
+}
