@@ -1,6 +1,8 @@
 import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
 import type { VerifiedCaller } from '../auth/verify-token.js'
+import { type Coding, negotiateCoding } from '../http/accept-encoding.js'
+import { representationTag } from '../http/coded-body.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
 import type { AppView, SnapshotSource } from '../snapshot/types.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
@@ -9,6 +11,8 @@ export interface OpenStreamRequest {
   readonly appKey: string
   readonly caller: VerifiedCaller
   readonly acceptLanguage: string | undefined
+  /** The tags events carry are those a GET with this Accept-Encoding returns. */
+  readonly acceptEncoding: string | undefined
   readonly lastEventId: string | undefined
 }
 
@@ -53,6 +57,8 @@ interface EventStream {
   readonly caller: VerifiedCaller
   /** Kept to choose the locale again when the app's languages change. */
   readonly acceptLanguage: string | undefined
+  /** What a GET with the stream request's Accept-Encoding is sent in: its tag is the events'. */
+  readonly coding: Coding
   /** The app's view the stream's tag was last taken from, and that tag. */
   view: AppView
   tag: string
@@ -163,6 +169,7 @@ export function createEventStreams(deps: {
 
     open(request) {
       const { appKey, caller, acceptLanguage } = request
+      const coding = negotiateCoding(request.acceptEncoding)
       const view = snapshots.current()?.app(appKey)
       // The route found the app a moment ago, in the same turn of the event loop.
       if (view === undefined) throw new Error(`no app "${appKey}"`)
@@ -173,6 +180,7 @@ export function createEventStreams(deps: {
         appKey,
         caller,
         acceptLanguage,
+        coding,
         view,
         tag: '',
         expiry: undefined,
@@ -213,8 +221,13 @@ export function createEventStreams(deps: {
   }
 }
 
-/** The ETag (without its quotes) that a GET of the shell would give the stream's caller now. */
-function tagOf({ view, caller, acceptLanguage }: EventStream): string {
+/**
+ * The ETag (without its quotes) that a GET of the shell, with the stream
+ * request's headers, would give the stream's caller now. An event stream is
+ * never compressed itself.
+ */
+function tagOf({ view, caller, acceptLanguage, coding }: EventStream): string {
   const variant = view.variant(caller, view.localeFor(acceptLanguage))
-  return `${variant.tag}.${caller.userTag}`
+  const length = variant.head.length + caller.userBlock.length + variant.tail.length
+  return representationTag(`${variant.tag}.${caller.userTag}`, coding, length)
 }

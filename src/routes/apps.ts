@@ -13,7 +13,7 @@ import {
   RETRY_AFTER_HEADERS,
 } from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
-import { sendNotReady, sendTagged, VARY_BY_CALLER, varyWithOrigin } from './tagged-response.js'
+import { sendNotReady, sendTagged, setVary, VARY_BY_CALLER } from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
 export function registerAppsRoutes(
@@ -26,13 +26,12 @@ export function registerAppsRoutes(
   },
 ): void {
   const { verifier, snapshots } = deps
-  const vary = varyWithOrigin(VARY_BY_CALLER, deps.varyByOrigin)
-  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig }, (request, reply) =>
+  const onRequest = setVary(VARY_BY_CALLER, deps.varyByOrigin)
+  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig, onRequest }, (request, reply) =>
     authenticateThen(verifier, request.headers.authorization, reply, () => {
       const snapshot = snapshots.current()
       if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
-      const { etag, body } = snapshot.appsInventory
-      return sendTagged(request, reply, { etag, vary, body })
+      return sendTagged(request, reply, snapshot.appsInventory)
     }),
   )
 }

@@ -19,7 +19,7 @@ import {
   RETRY_AFTER_HEADERS,
   textResponse,
 } from './documented-responses.js'
-import { VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
+import { setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
@@ -37,7 +37,6 @@ export function registerEventRoutes(
   },
 ): void {
   const { streams } = deps
-  const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     {
@@ -53,6 +52,8 @@ export function registerEventRoutes(
         ...documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
         timedToHead: true,
       },
+      // The events' tags depend on Accept-Encoding, as a GET's ETag does.
+      onRequest: setVary(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
     },
     (request, reply) =>
       answerAppRequest(deps, request, reply, ({ caller, view }) => {
@@ -69,7 +70,6 @@ export function registerEventRoutes(
         }
         const acceptLanguage = request.headers['accept-language']
         reply
-          .header('vary', vary)
           .header('cache-control', 'no-cache')
           // nginx and its kin buffer responses unless told not to; an event must not wait.
           .header('x-accel-buffering', 'no')
@@ -82,6 +82,7 @@ export function registerEventRoutes(
           appKey: view.key,
           caller,
           acceptLanguage,
+          acceptEncoding: request.headers['accept-encoding'],
           lastEventId: firstValue(request.headers['last-event-id']),
         })
         return reply.header('content-language', locale).send(body)

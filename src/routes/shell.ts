@@ -19,13 +19,14 @@ import {
 } from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
-import { sendTagged, VARY_BY_CALLER_AND_LANGUAGE, varyWithOrigin } from './tagged-response.js'
+import { sendTagged, setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * Per request: a token cache lookup, the language (memoized per header
- * value), and the caller's last shell, else a role-set key, a memoized
- * variant and the caller's user block joined into it.
+ * Per request: a token cache lookup, the language and the coding (each
+ * memoized per header value), and the caller's last shell, else the
+ * caller's audience, a memoized variant and the caller's user block joined
+ * into it; its codings are made on first use and kept with it.
  */
 export function registerShellRoutes(
   app: FastifyInstance,
@@ -36,7 +37,6 @@ export function registerShellRoutes(
     readonly varyByOrigin: boolean
   },
 ): void {
-  const vary = varyWithOrigin(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin)
   const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
@@ -48,14 +48,13 @@ export function registerShellRoutes(
         response: shellResponses,
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
+      onRequest: setVary(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
     },
     (request, reply) =>
-      answerAppRequest(deps, request, reply, ({ caller, verifiedNow, snapshot, view }) => {
+      answerAppRequest(deps, request, reply, ({ caller, snapshot, view }) => {
         const locale = view.localeFor(request.headers['accept-language'])
-        const { etag, body } = lastShellOf(snapshot, view, locale, caller, {
-          remember: !verifiedNow,
-        })
-        return sendTagged(request, reply, { etag, vary, contentLanguage: locale, body })
+        const { coded } = lastShellOf(snapshot, view, locale, caller)
+        return sendTagged(request, reply, coded, locale)
       }),
   )
 }

@@ -1,4 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { negotiateCoding } from '../http/accept-encoding.js'
+import type { CodedBody } from '../http/coded-body.js'
 import { matchesIfNoneMatch } from '../http/preconditions.js'
 import { sendProblem } from '../http/problem.js'
 
@@ -9,50 +11,46 @@ export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 const NOT_READY_RETRY_AFTER_S = '2'
 
 /** What a response varies with: the inventory with the caller, the shell with the caller's language too. */
-export const VARY_BY_CALLER = 'Authorization'
-export const VARY_BY_CALLER_AND_LANGUAGE = 'Authorization, Accept-Language'
-
-/** A precomputed response: its tag, what it varies with, and its bytes. */
-export interface TaggedResponse {
-  /** Strong ETag, quotes included. */
-  readonly etag: string
-  readonly vary: string
-  /** The language of the body, when it has one. */
-  readonly contentLanguage?: string
-  readonly body: Buffer
-}
+export const VARY_BY_CALLER = 'Authorization, Accept-Encoding'
+export const VARY_BY_CALLER_AND_LANGUAGE = 'Authorization, Accept-Language, Accept-Encoding'
 
 /**
- * With CORS on, a tagged response varies with Origin too, also when the
- * request had none: a browser must not answer a page's cross-origin request
- * from a response it cached for a request without Origin, which carries no
- * CORS headers (the Fetch standard's rule for CORS and HTTP caches). Chosen
- * once, when the routes are registered, so no request pays for it.
+ * The route's `Vary`, set before anything else runs, so that every answer
+ * carries it, errors included: a cache must not hand one caller's 401 to
+ * another. With CORS on, it varies with Origin too, also when the request
+ * had none: a browser must not answer a page's cross-origin request from a
+ * response it cached for a request without Origin, which carries no CORS
+ * headers (the Fetch standard's rule for CORS and HTTP caches). Chosen once,
+ * when the routes are registered, so no request pays for it.
  */
-export function varyWithOrigin(vary: string, varyByOrigin: boolean): string {
-  return varyByOrigin ? `${vary}, Origin` : vary
+export function setVary(vary: string, varyByOrigin: boolean): onRequestHookHandler {
+  const value = varyByOrigin ? `${vary}, Origin` : vary
+  return (_request, reply, done) => {
+    reply.header('vary', value)
+    done()
+  }
 }
 
 /**
- * Sends precomputed bytes with their ETag, or a 304 with the same caching
- * headers when `If-None-Match` matches (RFC 9110 section 13.1.2).
+ * Sends a precomputed body in the coding the request accepts best (http/
+ * accept-encoding.ts), with that coding's ETag, or a 304 with the same
+ * caching headers when `If-None-Match` matches that tag (RFC 9110 section
+ * 13.1.2).
  */
 export function sendTagged(
   request: FastifyRequest,
   reply: FastifyReply,
-  response: TaggedResponse,
+  coded: CodedBody,
+  contentLanguage?: string,
 ): FastifyReply {
-  reply
-    .header('etag', response.etag)
-    .header('cache-control', CACHE_CONTROL)
-    .header('vary', response.vary)
-  if (response.contentLanguage !== undefined) {
-    reply.header('content-language', response.contentLanguage)
-  }
-  if (matchesIfNoneMatch(request.headers['if-none-match'], response.etag)) {
+  const representation = coded.in(negotiateCoding(request.headers['accept-encoding']))
+  reply.header('etag', representation.etag).header('cache-control', CACHE_CONTROL)
+  if (contentLanguage !== undefined) reply.header('content-language', contentLanguage)
+  if (matchesIfNoneMatch(request.headers['if-none-match'], representation.etag)) {
     return reply.code(304).send()
   }
-  return reply.type(JSON_CONTENT_TYPE).send(response.body)
+  if (representation.coding !== 'identity') reply.header('content-encoding', representation.coding)
+  return reply.type(JSON_CONTENT_TYPE).send(representation.body)
 }
 
 export function sendNotReady(reply: FastifyReply, reason: string): FastifyReply {

@@ -1,7 +1,8 @@
 import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
 import { ZONES, type Zone } from '../db/vocabulary.js'
+import { type CodedBody, createCodedBody } from '../http/coded-body.js'
 import { contentTag } from '../http/content-tag.js'
-import type { Audience, MenuNode, RenderedBody, ShellVariant } from './types.js'
+import type { Audience, MenuNode, ShellVariant } from './types.js'
 
 /** The `app` block of the shell response. */
 export function renderAppJson(app: AppRow): string {
@@ -143,10 +144,16 @@ function renderVisibleNode(
   return `${openJsonIn(node, labelForms)}${childrenJson}]}`
 }
 
-/** `GET /api/v1/apps`: apps in the given order, with a strong ETag over the bytes. */
-export function renderAppsInventory(appJsons: readonly string[]): RenderedBody {
+/**
+ * `GET /api/v1/apps`: apps in the given order, with a strong ETag over the
+ * bytes, and its codings made now, with the snapshot, rather than on a request.
+ */
+export function renderAppsInventory(appJsons: readonly string[]): CodedBody {
   const body = Buffer.from(`{"apps":[${appJsons.join(',')}]}`)
-  return Object.freeze({ body, etag: `"${contentTag(body)}"` })
+  const inventory = createCodedBody(body, contentTag(body), 'snapshot')
+  inventory.in('br')
+  inventory.in('gzip')
+  return inventory
 }
 
 /** One response variant: the app's shared head, this audience's menus in one locale, and their tag. */

@@ -1,3 +1,5 @@
+import type { CodedBody } from '../http/coded-body.js'
+
 /**
  * One shown-or-hidden item, holding only what rendering and the version need:
  * snapshots live long, and the loader's row objects would double the heap.
@@ -31,12 +33,6 @@ export interface MenuNode {
 
 /** An item's labels in locales other than its app's default, by lowercased tag. */
 export type ItemLabels = ReadonlyMap<string, string>
-
-/** A precomputed response: its bytes and its strong ETag (quotes included). */
-export interface RenderedBody {
-  readonly body: Buffer
-  readonly etag: string
-}
 
 /**
  * The shell response of one app for one role-set key and locale, split around
@@ -86,8 +82,8 @@ export interface Snapshot {
   readonly loadedAt: Date
   /** Every app's key, sorted as the inventory lists them. */
   readonly appKeys: readonly string[]
-  /** `GET /api/v1/apps`, rendered at build time. */
-  readonly appsInventory: RenderedBody
+  /** `GET /api/v1/apps`, rendered and compressed at build time. */
+  readonly appsInventory: CodedBody
   /**
    * The next instant (milliseconds since the epoch) at which an item's window
    * opens or closes: the snapshot must be made again then, since its bytes

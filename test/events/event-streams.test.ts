@@ -37,6 +37,7 @@ t.test(
       appKey: 'crm',
       caller,
       acceptLanguage: undefined,
+      acceptEncoding: undefined,
       lastEventId: undefined,
     })
     // Nothing reads the body: as a reply does once the client stops reading, with a backlog.

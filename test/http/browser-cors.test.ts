@@ -1,24 +1,22 @@
-import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { type BrowserContext, chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
+import { negotiateCoding } from '../../src/http/accept-encoding.js'
+import { findChromium, launchChromium } from '../helpers/browser.js'
 import { httpRequest } from '../helpers/http-client.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
 
 /**
  * CORS as a browser enforces it: Debian's Chromium loads a page from another
- * origin whose script fetches the shell with a Bearer token, revalidates it to
- * a 304, reads the exposed headers, a 401's challenge and the event stream;
- * the same page from an origin that is not listed is refused by the browser.
+ * origin whose script fetches the shell with a Bearer token (compressed, in
+ * the coding the browser's own Accept-Encoding asks for, and decoded by it),
+ * revalidates it to a 304, reads the exposed headers, a 401's challenge and
+ * the event stream; the same page from an origin that is not listed is
+ * refused by the browser.
  */
 
-/** Debian's package `chromium`; .ci/run installs it (browser downloads are not possible). */
-const CHROMIUM = '/usr/bin/chromium'
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} not found: apt-get install chromium`
+const chromiumFound = await findChromium()
+const skip = 'skip' in chromiumFound ? chromiumFound.skip : false
 
 /** What the page's script found out, written to `window.result`. */
 interface PageResult {
@@ -92,12 +90,35 @@ t.test('Chromium: a page on another origin', { skip }, async (t) => {
     env: { CORS_ORIGINS: listedOrigin },
   })
   const caller = await token({ sub: 'ada', roles: ['crm-sales'] })
-  const browser = await launchChromium(t)
+  if ('skip' in chromiumFound) return
+  const browser = await launchChromium(t, chromiumFound.path)
 
-  async function openPage(origin: string): Promise<{ result: PageResult; console: string[] }> {
+  /** A GET of the shell as the browser sent and got it. */
+  interface ShellExchange {
+    readonly acceptEncoding: string | undefined
+    readonly status: number
+    readonly contentEncoding: string | undefined
+  }
+
+  async function openPage(
+    origin: string,
+  ): Promise<{ result: PageResult; console: string[]; shellExchanges: ShellExchange[] }> {
     const page = await browser.newPage()
     const console: string[] = []
     page.on('console', (message) => console.push(`${message.type()}: ${message.text()}`))
+    const exchanges: Promise<ShellExchange>[] = []
+    page.on('response', (response) => {
+      const request = response.request()
+      if (!request.url().endsWith('/api/v1/shell/crm') || request.method() !== 'GET') return
+      // allHeaders: those the network stack added too (Accept-Encoding is one).
+      exchanges.push(
+        Promise.all([request.allHeaders(), response.allHeaders()]).then(([sent, got]) => ({
+          acceptEncoding: sent['accept-encoding'],
+          status: response.status(),
+          contentEncoding: got['content-encoding'],
+        })),
+      )
+    })
     const fragment = new URLSearchParams({ api: url, token: caller })
     await page.goto(`${origin}/portal.html#${fragment}`)
     const result = (await (
@@ -105,12 +126,13 @@ t.test('Chromium: a page on another origin', { skip }, async (t) => {
         timeout: 30_000,
       })
     ).jsonValue()) as PageResult
+    const shellExchanges = await Promise.all(exchanges)
     await page.close()
-    return { result, console }
+    return { result, console, shellExchanges }
   }
 
   await t.test('listed: the shell, a 304 on revalidation, exposed headers, events', async (t) => {
-    const { result, console } = await openPage(listedOrigin)
+    const { result, console, shellExchanges } = await openPage(listedOrigin)
     t.comment(`page on ${listedOrigin} saw: ${JSON.stringify(result)}`)
     t.notOk(result.error, 'no fetch failed')
     t.equal(result.shell?.status, 200)
@@ -119,6 +141,17 @@ t.test('Chromium: a page on another origin', { skip }, async (t) => {
     t.same(result.shell?.roles, ['crm-sales'])
     t.equal(result.revalidated?.status, 304, 'the 304 reaches the script')
     t.equal(result.revalidated?.etag, result.shell?.etag)
+    const [first, second] = shellExchanges
+    const coding = negotiateCoding(first?.acceptEncoding)
+    t.comment(`Chromium sent Accept-Encoding: ${first?.acceptEncoding}`)
+    t.ok(coding === 'br' || coding === 'gzip', 'Chromium accepts a coding the service sends')
+    t.equal(
+      first?.contentEncoding,
+      coding,
+      'the shell came compressed, and the page read it decoded',
+    )
+    t.ok(result.shell?.etag?.endsWith(`.${coding === 'br' ? 'br' : 'gz'}"`), "the coding's own tag")
+    t.equal(second?.status, 304, 'revalidated with that tag: a 304')
     t.equal(result.unauthorized?.status, 401)
     t.match(result.unauthorized?.challenge, /^Bearer realm="shell"/, 'WWW-Authenticate is readable')
     t.match(result.firstEvent, /^event: shell\nid: /, 'the event stream, with Last-Event-ID')
@@ -171,27 +204,4 @@ async function startPageServer(t: Test): Promise<{ port: number }> {
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
   return { port: (server.address() as AddressInfo).port }
-}
-
-/** Debian's Chromium with a profile of its own in a temp folder, removed at teardown. */
-async function launchChromium(t: Test): Promise<BrowserContext> {
-  const profile = await mkdtemp(join(tmpdir(), 'shell-data-chromium-'))
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      // Chromium refuses to run as root with its sandbox; CI runs as root.
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
-  t.teardown(async () => {
-    await context.close()
-    await rm(profile, { recursive: true, force: true })
-  })
-  return context
 }

@@ -26,7 +26,7 @@ t.test('a 200 carries a strong ETag, Cache-Control and Vary', async (t) => {
   t.equal(baseline.status, 200)
   t.match(etag, /^"[^"]+"$/, 'strong: quoted, no W/')
   t.equal(baseline.headers['cache-control'], 'private, no-cache')
-  t.equal(baseline.headers.vary, 'Authorization, Accept-Language')
+  t.equal(baseline.headers.vary, 'Authorization, Accept-Language, Accept-Encoding')
   t.equal(baseline.headers['content-language'], 'en')
   const again = await httpRequest(first.url, SHELL, bearer(salesToken))
   t.equal(again.headers.etag, etag, 'stable for the same data and caller')
@@ -53,7 +53,7 @@ for (const [what, header] of MATCHING) {
     t.equal(response.body.length, 0, 'no body')
     t.equal(response.headers.etag, etag)
     t.equal(response.headers['cache-control'], 'private, no-cache')
-    t.equal(response.headers.vary, 'Authorization, Accept-Language')
+    t.equal(response.headers.vary, 'Authorization, Accept-Language, Accept-Encoding')
     t.equal(response.headers['content-language'], 'en')
   })
 }

@@ -64,7 +64,7 @@ function preflight(
 }
 
 t.test('a listed origin: every status of the shell carries the headers', async (t) => {
-  const vary = 'Authorization, Accept-Language, Origin'
+  const vary = 'Authorization, Accept-Language, Accept-Encoding, Origin'
   const ok = await httpRequest(url, '/api/v1/shell/crm', bearer(caller, { origin: PORTAL }))
   t.equal(ok.status, 200)
   expectListed(t, ok, PORTAL, vary)
@@ -90,12 +90,13 @@ t.test('a listed origin: every status of the shell carries the headers', async (
   const unauthorized = await httpRequest(url, '/api/v1/shell/crm', { headers: { origin: PORTAL } })
   expectProblem(t, unauthorized, 401)
   t.match(unauthorized.headers['www-authenticate'], /^Bearer realm="shell"/)
-  expectListed(t, unauthorized, PORTAL, 'Origin')
+  // Errors of the route vary as its answers do: a cache must not hand one caller's 401 to another.
+  expectListed(t, unauthorized, PORTAL, vary)
 
   const invalid = await httpRequest(url, '/api/v1/shell/crm', bearer('x.y.z', { origin: PORTAL }))
   expectProblem(t, invalid, 401)
   t.match(invalid.headers['www-authenticate'], /error="invalid_token"/)
-  expectListed(t, invalid, PORTAL, 'Origin')
+  expectListed(t, invalid, PORTAL, vary)
 
   const unknownApp = await httpRequest(
     url,
@@ -103,20 +104,20 @@ t.test('a listed origin: every status of the shell carries the headers', async (
     bearer(caller, { origin: PORTAL }),
   )
   expectProblem(t, unknownApp, 404)
-  expectListed(t, unknownApp, PORTAL, 'Origin')
+  expectListed(t, unknownApp, PORTAL, vary)
 })
 
 t.test('a listed origin: the inventory, unknown API paths, framework errors', async (t) => {
   const apps = await httpRequest(url, '/api/v1/apps', bearer(caller, { origin: PORTAL }))
   t.equal(apps.status, 200)
-  expectListed(t, apps, PORTAL, 'Authorization, Origin')
+  expectListed(t, apps, PORTAL, 'Authorization, Accept-Encoding, Origin')
   const revalidated = await httpRequest(
     url,
     '/api/v1/apps',
     bearer(caller, { origin: PORTAL, 'if-none-match': String(apps.headers.etag) }),
   )
   t.equal(revalidated.status, 304)
-  expectListed(t, revalidated, PORTAL, 'Authorization, Origin')
+  expectListed(t, revalidated, PORTAL, 'Authorization, Accept-Encoding, Origin')
 
   // The not-found handler, a path no route knows yet.
   const noRoute = await httpRequest(url, '/api/v1/users', bearer(caller, { origin: PORTAL }))
@@ -160,7 +161,7 @@ t.test('a listed origin: 503 with Retry-After readable by the page', async (t) =
   )
   expectProblem(t, response, 503)
   t.ok(response.headers['retry-after'], 'Retry-After')
-  expectListed(t, response, PORTAL, 'Origin')
+  expectListed(t, response, PORTAL, 'Authorization, Accept-Language, Accept-Encoding, Origin')
 })
 
 t.test('a listed origin: the event stream carries the headers', async (t) => {
@@ -175,7 +176,7 @@ t.test('a listed origin: the event stream carries the headers', async (t) => {
     stream.headers['access-control-expose-headers'],
     'ETag, Content-Language, WWW-Authenticate, Retry-After',
   )
-  t.equal(stream.headers.vary, 'Authorization, Accept-Language, Origin')
+  t.equal(stream.headers.vary, 'Authorization, Accept-Language, Accept-Encoding, Origin')
   t.notOk(stream.headers['access-control-allow-credentials'])
   t.equal((await stream.waitForEvents(1)).event, 'shell')
 })
@@ -246,7 +247,7 @@ t.test('requests without Origin, and paths outside the API, get no CORS header',
   t.equal(plain.status, 200)
   t.same(corsHeaders(plain), {})
   // A cached answer to a request without Origin must not serve a page on another origin.
-  t.equal(plain.headers.vary, 'Authorization, Accept-Language, Origin')
+  t.equal(plain.headers.vary, 'Authorization, Accept-Language, Accept-Encoding, Origin')
   for (const path of ['/healthz', '/readyz', '/metrics']) {
     const response = await httpRequest(url, path, { headers: { origin: PORTAL } })
     t.equal(response.status, 200, path)
@@ -274,9 +275,9 @@ t.test('without CORS_ORIGINS: OPTIONS is 405 and nothing is added', async (t) =>
   )
   t.equal(shell.status, 200)
   t.same(corsHeaders(shell), {})
-  t.equal(shell.headers.vary, 'Authorization, Accept-Language')
+  t.equal(shell.headers.vary, 'Authorization, Accept-Language, Accept-Encoding')
   const apps = await httpRequest(plain.url, '/api/v1/apps', bearer(signed, { origin: PORTAL }))
-  t.equal(apps.headers.vary, 'Authorization')
+  t.equal(apps.headers.vary, 'Authorization, Accept-Encoding')
 })
 
 t.test('no log line holds a token or its signature', async (t) => {

@@ -35,12 +35,20 @@ t.test('a repeat request of the same caller, app and snapshot reuses the last sh
   const crm = countingView('crm')
   const alice = caller('alice', ['b', 'a'])
   const first = lastShellOf(snapshot, crm, 'en', alice)
-  t.equal(first.etag, `"tag-crm-a+b.${alice.userTag}"`, 'variant tag and user tag, quoted')
+  t.equal(
+    first.coded.identity.etag,
+    `"tag-crm-a+b.${alice.userTag}"`,
+    'variant tag and user tag, quoted',
+  )
   t.equal(lastShellOf(snapshot, crm, 'en', alice), first)
   t.equal(crm.calls, 1, 'one variant lookup')
 
   const bob = caller('bob', ['a', 'b'])
-  t.equal(lastShellOf(snapshot, crm, 'en', bob).etag, `"tag-crm-a+b.${bob.userTag}"`, 'per caller')
+  t.equal(
+    lastShellOf(snapshot, crm, 'en', bob).coded.identity.etag,
+    `"tag-crm-a+b.${bob.userTag}"`,
+    'per caller',
+  )
   t.equal(crm.calls, 2)
 })
 
@@ -51,9 +59,9 @@ t.test('another app or another snapshot is looked up again', async (t) => {
   const hr = countingView('hr')
   const v1 = snapshotOf('v1')
   lastShellOf(v1, crm, 'en', alice)
-  t.equal(lastShellOf(v1, hr, 'en', alice).etag, `"tag-hr-a.${alice.userTag}"`)
+  t.equal(lastShellOf(v1, hr, 'en', alice).coded.identity.etag, `"tag-hr-a.${alice.userTag}"`)
   t.equal(
-    lastShellOf(v1, crm, 'en', alice).etag,
+    lastShellOf(v1, crm, 'en', alice).coded.identity.etag,
     `"tag-crm-a.${alice.userTag}"`,
     'only the last app is kept',
   )
@@ -70,24 +78,19 @@ t.test('another locale is looked up again', async (t) => {
   const alice = caller('alice', ['a'])
   const english = lastShellOf(snapshot, crm, 'en', alice)
   const german = lastShellOf(snapshot, crm, 'de', alice)
-  t.equal(german.etag, `"tag-crm-a-de.${alice.userTag}"`)
+  t.equal(german.coded.identity.etag, `"tag-crm-a-de.${alice.userTag}"`)
   t.equal(crm.calls, 2)
   t.equal(lastShellOf(snapshot, crm, 'de', alice), german, 'the last locale is kept')
   t.not(lastShellOf(snapshot, crm, 'en', alice), english, 'the one before is not')
   t.equal(crm.calls, 3)
 })
 
-t.test('a shell computed with remember false is neither looked up nor remembered', async (t) => {
+t.test('a shell keeps its body and codings: a repeat compresses nothing', async (t) => {
   const lastShellOf = createLastShellMemo()
   const snapshot = snapshotOf('v1')
   const crm = countingView('crm')
   const alice = caller('alice', ['a'])
-  const once = lastShellOf(snapshot, crm, 'en', alice, { remember: false })
-  t.equal(once.etag, `"tag-crm-a.${alice.userTag}"`)
-  t.equal(crm.calls, 1)
-  const remembered = lastShellOf(snapshot, crm, 'en', alice)
-  t.equal(crm.calls, 2, 'the first one was not remembered')
-  t.not(lastShellOf(snapshot, crm, 'en', alice, { remember: false }), remembered, 'nor looked up')
-  t.equal(lastShellOf(snapshot, crm, 'en', alice), remembered)
-  t.equal(crm.calls, 3)
+  const shell = lastShellOf(snapshot, crm, 'en', alice)
+  t.equal(lastShellOf(snapshot, crm, 'en', alice).coded, shell.coded, 'one body, kept')
+  t.equal(shell.coded.in('br'), shell.coded.in('br'), 'a coding is made once, then kept')
 })

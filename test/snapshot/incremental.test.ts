@@ -49,7 +49,7 @@ t.test('an incremental build equals a full build of the same content', async (t)
   const full = buildSnapshot(fullRows('Pipeline'))
   t.equal(incremental.version, full.version, 'same version')
   t.not(incremental.version, first.version, 'the change moved the version')
-  t.equal(incremental.appsInventory.etag, full.appsInventory.etag)
+  t.equal(incremental.appsInventory.identity.etag, full.appsInventory.identity.etag)
   for (const [appKey, roles] of [
     ['crm', ['crm-sales']],
     ['hr', ['hr-admin']],
@@ -148,8 +148,8 @@ t.test('the inventory stays the same object while what it lists does not change'
     { ...onlyCrmRows('Pipeline'), apps: [appRow('crm', { name: 'Sales', revision: 'x' })] },
     { previous: next, complete: false },
   )
-  t.not(renamed.appsInventory.etag, next.appsInventory.etag)
-  t.match(renamed.appsInventory.body.toString(), /"name":"Sales"/)
+  t.not(renamed.appsInventory.identity.etag, next.appsInventory.identity.etag)
+  t.match(renamed.appsInventory.identity.body.toString(), /"name":"Sales"/)
 })
 
 t.test("variants of an app's old content leave the cache at once, making room", async (t) => {

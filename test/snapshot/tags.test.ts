@@ -77,7 +77,7 @@ t.test('tags depend on content alone, not on ids, row order or build', async (t)
   t.equal(renumbered.version, first.version, 'renumbered and reordered rows agree')
   t.same(variantTags(second), variantTags(first))
   t.same(variantTags(renumbered), variantTags(first))
-  t.equal(renumbered.appsInventory.etag, first.appsInventory.etag)
+  t.equal(renumbered.appsInventory.identity.etag, first.appsInventory.identity.etag)
   t.equal(
     requireApp(renumbered, 'crm')
       .variant(callerWith(['crm-sales']), 'en')
@@ -246,7 +246,7 @@ t.test('the apps inventory is sorted by key and strongly tagged', async (t) => {
     ...contentRows(),
     apps: [appRow('crm'), appRow('b-2'), appRow('billing', { homeUrl: null }), appRow('B')],
   })
-  const body = JSON.parse(snapshot.appsInventory.body.toString())
+  const body = JSON.parse(snapshot.appsInventory.identity.body.toString())
   t.same(
     body.apps.map((app: { key: string }) => app.key),
     ['B', 'b-2', 'billing', 'crm'],
@@ -267,10 +267,10 @@ t.test('the apps inventory is sorted by key and strongly tagged', async (t) => {
     'defaultLocale',
     'locales',
   ])
-  t.match(snapshot.appsInventory.etag, /^"[A-Za-z0-9_-]{20}"$/)
+  t.match(snapshot.appsInventory.identity.etag, /^"[A-Za-z0-9_-]{20}"$/)
   t.equal(snapshot.appKeys.length, 4)
   const empty = buildSnapshot({ apps: [], branding: [], menuItems: [], grants: [], labels: [] })
-  t.equal(empty.appsInventory.body.toString(), '{"apps":[]}')
+  t.equal(empty.appsInventory.identity.body.toString(), '{"apps":[]}')
   t.equal(empty.appKeys.length, 0)
 })
 

@@ -1,0 +1,96 @@
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
+import type { Coding } from './accept-encoding.js'
+
+/** A body this small is sent as it is: compressing it saves less than its headers cost. */
+export const MIN_CODED_BYTES = 1_024
+
+/**
+ * How hard to compress, by measurement on this project's bodies (2-core VM,
+ * Node 20; bench/README.md, "Compression"):
+ *
+ * | body | coding | size of identity | time |
+ * |---|---|---|---|
+ * | a shell, 2.4 KB | brotli 2 | 0.35 | 20 µs |
+ * | | brotli 4 | 0.33 | 40 µs |
+ * | | brotli 11 | 0.27 | 2.8 ms |
+ * | | gzip 6 | 0.34 | 21 µs |
+ * | the inventory, 162 KB | brotli 5 | 0.023 | 0.8 ms |
+ * | | brotli 11 | 0.031 | 133 ms |
+ * | | gzip 6 | 0.071 | 0.5 ms |
+ *
+ * A shell body holds its caller's user block, so it is compressed on the
+ * caller's first request for it, where every microsecond shows on a new
+ * token's answer: brotli 2, whose bytes are within a few percent of the
+ * slowest setting's. The inventory is compressed once per change of what it
+ * lists, with the snapshot: brotli 5, past which it does not shrink. gzip's
+ * default level 6 for both: the levels above it buy nothing here.
+ */
+const EFFORT = {
+  request: { brotliQuality: 2, gzipLevel: 6 },
+  snapshot: { brotliQuality: 5, gzipLevel: 6 },
+} as const
+
+/** Where a body is compressed: on a request (as cheap as it gets) or with the snapshot. */
+export type Effort = keyof typeof EFFORT
+
+/** One representation of a body: its bytes, how they are coded, and its strong ETag (quotes included). */
+export interface Representation {
+  readonly body: Buffer
+  readonly coding: Coding
+  readonly etag: string
+}
+
+/** A body and its codings, each made on first use and kept with it. */
+export interface CodedBody {
+  readonly identity: Representation
+  /** The body in `coding`; as it is when that is identity or the body is small. */
+  in(coding: Coding): Representation
+}
+
+/**
+ * `tag` (content-derived, without quotes) names the identity body. Each
+ * coding's tag is that tag with the coding's suffix: strong, distinct from
+ * the identity tag, and the same on every instance (RFC 9110 section 8.8.3).
+ */
+export function createCodedBody(body: Buffer, tag: string, effort: Effort): CodedBody {
+  const identity: Representation = Object.freeze({ body, coding: 'identity', etag: `"${tag}"` })
+  const made = new Map<Coding, Representation>()
+  return Object.freeze({
+    identity,
+    in(coding: Coding): Representation {
+      if (coding === 'identity' || body.length < MIN_CODED_BYTES) return identity
+      let representation = made.get(coding)
+      if (representation === undefined) {
+        const coded = encode(body, coding, effort)
+        representation = Object.freeze({ body: coded, coding, etag: `"${codedTag(tag, coding)}"` })
+        made.set(coding, representation)
+      }
+      return representation
+    },
+  })
+}
+
+/**
+ * The tag (without quotes) of a body of `length` bytes whose identity tag is
+ * `tag`, sent in `coding`: what createCodedBody's representations carry,
+ * for those that know the tag and the length but hold no body (event streams).
+ */
+export function representationTag(tag: string, coding: Coding, length: number): string {
+  return coding === 'identity' || length < MIN_CODED_BYTES ? tag : codedTag(tag, coding)
+}
+
+function codedTag(tag: string, coding: Exclude<Coding, 'identity'>): string {
+  return `${tag}.${coding === 'br' ? 'br' : 'gz'}`
+}
+
+function encode(body: Buffer, coding: Exclude<Coding, 'identity'>, effort: Effort): Buffer {
+  const { brotliQuality, gzipLevel } = EFFORT[effort]
+  if (coding === 'gzip') return gzipSync(body, { level: gzipLevel })
+  return brotliCompressSync(body, {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: brotliQuality,
+      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+    },
+  })
+}
