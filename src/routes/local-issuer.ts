@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { LOCAL_JWKS_PATH, type LocalIssuer } from '../auth/local-issuer.js'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
 import { problemSchema } from '../http/problem.js'
+import { compileStrictJsonBody } from '../http/strict-json-body.js'
 
 /**
  * Seconds a preview token lives: long enough for a few minutes of clicking,
@@ -35,6 +36,7 @@ export function registerLocalIssuerRoutes(
     {
       onRequest: refuseUnlessLocalSameOrigin,
       bodyLimit: 16 * 1024,
+      validatorCompiler: compileStrictJsonBody,
       schema: { ...HIDDEN, body: previewTokenRequestSchema, response: previewTokenResponses },
     },
     async (request, reply) => {

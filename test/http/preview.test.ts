@@ -147,6 +147,15 @@ t.test('the helpers refuse what is not the preview page on this machine', async 
 
   expectProblem(t, await askForToken({ role: 'crm-admin' }), 400)
   expectProblem(t, await askForToken(['']), 400)
+  // Taken as sent, not coerced: fastify's default validator made these ['7'] and ['crm-admin'].
+  expectProblem(t, await askForToken([7]), 400)
+  expectProblem(t, await askForToken('crm-admin'), 400)
+  const unknown = await httpRequest(url, '/local-issuer/preview-token', {
+    method: 'POST',
+    headers: { ...FROM_THE_PAGE, 'content-type': 'application/json' },
+    body: '{"roles":[],"username":"root"}',
+  })
+  t.match(expectProblem(t, unknown, 400).detail, /additional properties/, 'no other property')
   expectProblem(
     t,
     await httpRequest(url, '/local-issuer/preview-token', {
