@@ -38,6 +38,7 @@ export function drawFrame(frame, shell) {
     .querySelector('.caller')
     .replaceChildren(
       ...describe('User', user.name ?? user.username ?? user.sub),
+      ...describe('User id', user.sub),
       ...describe('Roles', user.roles.length > 0 ? user.roles.join(', ') : 'none'),
       ...describe('Language', shell.locale),
     )

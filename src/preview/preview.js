@@ -1,31 +1,48 @@
 /**
- * The preview page (local mode): pickers for the app, the roles granted in it
- * and its languages; the frame of the chosen app as a user holding those
- * roles sees it in that language; kept current by the app's event stream.
+ * The preview page (local mode): pickers for the app, the roles granted in it,
+ * its languages and the user id; the frame of the chosen app as that user
+ * holding those roles sees it in that language (rollouts included, since
+ * they depend on the user id); kept current by the app's event stream.
  */
 import { drawFrame } from './frame.js'
-import { createServiceClient } from './service-client.js'
+import { createServiceClient, DEFAULT_USER_ID } from './service-client.js'
 import { followShellEvents } from './shell-events.js'
 
 const client = createServiceClient()
 const appPicker = document.getElementById('app-picker')
 const rolePicker = document.getElementById('role-picker')
 const localePicker = document.getElementById('locale-picker')
+const userIdField = document.getElementById('user-id')
 const status = document.getElementById('status')
 const frame = document.getElementById('frame')
+/** What the local issuer refuses in a user id (C0, DEL and C1), as its request schema says. */
+const CONTROL_CHARACTER = /\p{Cc}/u
 
 /** What the page shows now; `selection` is replaced whole whenever a picker changes. */
 const page = {
   apps: [],
   /** Every app's granted roles, by app key. */
   grantedRoles: {},
-  /** `{ appKey, roles, locale, etag, abort }`; `abort` ends its stream and its pending fetches. */
+  /** `{ appKey, caller: { sub, roles }, locale, etag, abort }`; `abort` ends its stream and its pending fetches. */
   selection: null,
 }
 
 appPicker.addEventListener('change', () => selectApp(appPicker.value))
 rolePicker.addEventListener('change', () => showSelection())
 localePicker.addEventListener('change', () => showSelection())
+// On Enter or on leaving the field, as a select's change: not at every keystroke, which
+// would ask for a token and reopen the stream for each prefix of the id being typed.
+userIdField.addEventListener('change', () => {
+  userIdField.value = userIdField.value.trim()
+  // A pasted tab, say, which the local issuer would refuse: the field goes back to the user
+  // shown, so that no other picker's change sends it either.
+  if (CONTROL_CHARACTER.test(userIdField.value)) {
+    userIdField.value = page.selection?.caller.sub ?? DEFAULT_USER_ID
+    return showStatus('A user id cannot hold control characters (tabs, line breaks).')
+  }
+  // No selection: no app yet, or one being reloaded, which will read the field when it is shown.
+  if (page.selection !== null && chosenUserId() !== page.selection.caller.sub) showSelection()
+})
 frame.addEventListener('click', explainInternalLink)
 frame.addEventListener('submit', (event) => event.preventDefault())
 
@@ -76,13 +93,18 @@ function checkedRoles() {
   return [...rolePicker.querySelectorAll('input:checked')].map((box) => box.value)
 }
 
+/** The user id typed, trimmed; the default for an empty field. */
+function chosenUserId() {
+  return userIdField.value.trim() || DEFAULT_USER_ID
+}
+
 /** Draws the frame for what the pickers say, then follows its changes. */
 function showSelection() {
   stopFollowing()
   const abort = new AbortController()
   const selection = {
     appKey: appPicker.value,
-    roles: checkedRoles(),
+    caller: { sub: chosenUserId(), roles: checkedRoles() },
     locale: localePicker.value,
     etag: null,
     abort,
@@ -93,7 +115,7 @@ function showSelection() {
   followShellEvents({
     appKey: selection.appKey,
     locale: selection.locale,
-    getToken: (options) => client.getToken(selection.roles, options),
+    getToken: (options) => client.getToken(selection.caller, options),
     onShell: (etag) => {
       if (etag !== selection.etag) refresh({ live: true })
     },
@@ -119,7 +141,7 @@ function createRefresher(selection) {
   async function run(options) {
     const { etag, shell } = await client.fetchShell(
       selection.appKey,
-      selection.roles,
+      selection.caller,
       selection.locale,
       selection.etag,
     )
@@ -158,8 +180,8 @@ async function refreshGrantedRoles(selection) {
   const roles = page.grantedRoles[selection.appKey] ?? []
   const shown = [...rolePicker.querySelectorAll('input')].map((box) => box.value)
   if (roles.join('\n') === shown.join('\n')) return
-  drawRolePicker(roles, selection.roles)
-  if (selection.roles.some((role) => !roles.includes(role))) showSelection()
+  drawRolePicker(roles, selection.caller.roles)
+  if (selection.caller.roles.some((role) => !roles.includes(role))) showSelection()
 }
 
 function showGone(appKey) {

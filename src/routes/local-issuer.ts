@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { LOCAL_JWKS_PATH, type LocalIssuer } from '../auth/local-issuer.js'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
 import { problemSchema } from '../http/problem.js'
+import { compileStrictJsonBody } from '../http/strict-json-body.js'
 
 /**
  * Seconds a preview token lives: long enough for a few minutes of clicking,
@@ -11,8 +12,15 @@ import { problemSchema } from '../http/problem.js'
  */
 export const PREVIEW_TOKEN_TTL_S = 300
 
-/** Who the preview page shows the frame to; only the roles are chosen. */
-const PREVIEW_USER = { sub: 'preview-user', username: 'preview', name: 'Preview User' } as const
+/**
+ * Who the preview page shows the frame to: the user id (`sub`) and the roles
+ * are chosen, the rest is fixed. The page cannot know a real user's name, and
+ * a sub is often an opaque id, so the user menu keeps saying "Preview User"
+ * whoever is previewed; only the sub, on which rollouts depend, changes.
+ */
+const PREVIEW_USER = { username: 'preview', name: 'Preview User' } as const
+/** The user id when the page names none, as before it could name one. */
+export const DEFAULT_PREVIEW_SUB = 'preview-user'
 
 /**
  * Local mode: discovery and JWKS of the service's own issuer, fetched by its
@@ -28,18 +36,20 @@ export function registerLocalIssuerRoutes(
   )
   app.get(`/local-issuer${LOCAL_JWKS_PATH}`, { schema: HIDDEN }, async () => localIssuer.jwks())
 
-  // A token for chosen roles, to the preview page of this service only: a page
-  // of another site in the same browser must not get one.
-  app.post<{ Body: { roles: string[] } }>(
+  // A token for a chosen user id and roles, to the preview page of this service
+  // only: a page of another site in the same browser must not get one.
+  app.post<{ Body: { roles: string[]; sub?: string } }>(
     '/local-issuer/preview-token',
     {
       onRequest: refuseUnlessLocalSameOrigin,
       bodyLimit: 16 * 1024,
+      validatorCompiler: compileStrictJsonBody,
       schema: { ...HIDDEN, body: previewTokenRequestSchema, response: previewTokenResponses },
     },
     async (request, reply) => {
       const token = await localIssuer.signToken({
         ...PREVIEW_USER,
+        sub: request.body.sub ?? DEFAULT_PREVIEW_SUB,
         roles: [...new Set(request.body.roles)],
         ttlSeconds: PREVIEW_TOKEN_TTL_S,
       })
@@ -58,6 +68,16 @@ const previewTokenRequestSchema = {
       type: 'array',
       maxItems: 200,
       items: { type: 'string', minLength: 1, maxLength: 200 },
+    },
+    // The token's subject, which rollout buckets are computed from: any text
+    // a provider might use (an email, a UUID), but no control character, so no
+    // line break or NUL reaches a log line that quotes the token.
+    sub: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      // General category Cc: C0, DEL and C1 (Ajv compiles patterns with the `u` flag).
+      pattern: '^\\P{Cc}*$',
     },
   },
 }

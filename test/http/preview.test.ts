@@ -5,7 +5,7 @@ import { pino } from 'pino'
 import t from 'tap'
 import { loadConfig } from '../../src/config/config.js'
 import { createMetrics } from '../../src/metrics.js'
-import { PREVIEW_TOKEN_TTL_S } from '../../src/routes/local-issuer.js'
+import { DEFAULT_PREVIEW_SUB, PREVIEW_TOKEN_TTL_S } from '../../src/routes/local-issuer.js'
 import { startService } from '../../src/service.js'
 import { bearer, httpRequest, type RequestOptions } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
@@ -41,12 +41,20 @@ const FROM_THE_PAGE = {
 }
 
 function askForToken(roles: unknown, headers: Record<string, string> = FROM_THE_PAGE) {
+  return postTokenRequest({ roles }, headers)
+}
+
+function postTokenRequest(body: unknown, headers: Record<string, string> = FROM_THE_PAGE) {
   const options: RequestOptions = {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ roles }),
+    body: JSON.stringify(body),
   }
   return httpRequest(url, '/local-issuer/preview-token', options)
+}
+
+function tokenOf(response: { json<T>(): T }): string {
+  return response.json<{ access_token: string }>().access_token
 }
 
 function claimsOf(token: string): Record<string, unknown> {
@@ -101,6 +109,61 @@ t.test('a short-lived token for the chosen roles, which the API accepts', async 
   t.equal(scripted.status, 200, 'a script on this machine (no Origin, no Sec-Fetch-Site) may ask')
 })
 
+t.test('a token for the chosen user id, which the API answers as that user', async (t) => {
+  const unnamed = claimsOf(tokenOf(await askForToken(['crm-sales'])))
+  t.equal(unnamed.sub, DEFAULT_PREVIEW_SUB, 'no user id: the preview user, as before')
+  t.equal(unnamed.sub, 'preview-user')
+
+  const response = await postTokenRequest({ sub: 'alice@example.com', roles: ['crm-sales'] })
+  t.equal(response.status, 200)
+  const claims = claimsOf(tokenOf(response))
+  t.equal(claims.sub, 'alice@example.com', 'the token’s subject is the user id')
+  t.equal(claims.preferred_username, 'preview', 'the display claims stay the preview user’s')
+  t.equal(claims.name, 'Preview User')
+  t.same(claims.realm_access, { roles: ['crm-sales'] })
+
+  const shell = await httpRequest(url, '/api/v1/shell/crm', bearer(tokenOf(response)))
+  t.equal(shell.status, 200)
+  t.match(shell.json(), {
+    user: { sub: 'alice@example.com', name: 'Preview User', roles: ['crm-sales'] },
+  })
+
+  const longest = `${'ü'.repeat(199)}😀`
+  const accepted: [string, string][] = [
+    ['200 characters, some outside the BMP', longest],
+    ['spaces and punctuation', 'Alice O’Brien / ops'],
+    ['a UUID, as Keycloak gives', '4f1c9a52-7d3e-4b8a-9c61-2e5f0b7a1d93'],
+  ]
+  for (const [what, sub] of accepted) {
+    const token = await postTokenRequest({ sub, roles: [] })
+    t.equal(token.status, 200, what)
+    t.equal(claimsOf(tokenOf(token)).sub, sub, `${what}: the sub as sent`)
+  }
+})
+
+t.test('a user id the token endpoint refuses', async (t) => {
+  const refused: [string, unknown][] = [
+    ['empty', ''],
+    ['201 characters', 'x'.repeat(201)],
+    ['with a tab', 'alice\tbob'],
+    ['with a line break', 'alice\nbob'],
+    ['with NUL', 'alice\u0000'],
+    ['with DEL', 'alice\u007f'],
+    ['with a C1 control (NEL)', 'alice\u0085'],
+    ['a number', 42],
+    ['a boolean', true],
+    ['null', null],
+    ['an array of one string', ['alice']],
+    ['an object', { sub: 'alice' }],
+  ]
+  for (const [what, sub] of refused) {
+    const response = await postTokenRequest({ sub, roles: ['crm-sales'] })
+    const body = expectProblem(t, response, 400)
+    t.match(body.detail, /sub/, `${what}: the detail names the field`)
+    t.notMatch(response.text, /eyJ/, `${what}: no token`)
+  }
+})
+
 t.test('every app’s granted roles, for the role picker', async (t) => {
   const response = await httpRequest(url, '/preview/granted-roles', { headers: FROM_THE_PAGE })
   t.equal(response.status, 200)
@@ -127,7 +190,7 @@ t.test('the helpers refuse what is not the preview page on this machine', async 
     ],
   ]
   for (const [what, headers] of refusals) {
-    const token = await askForToken(['crm-admin'], headers)
+    const token = await postTokenRequest({ sub: 'alice', roles: ['crm-admin'] }, headers)
     const body = expectProblem(t, token, 403)
     t.notMatch(token.text, /eyJ/, `a request ${what}: no token`)
     t.type(body.detail, 'string')
@@ -140,13 +203,18 @@ t.test('the helpers refuse what is not the preview page on this machine', async 
     url: '/local-issuer/preview-token',
     remoteAddress: '192.0.2.10',
     headers: { ...FROM_THE_PAGE, host, 'content-type': 'application/json' },
-    payload: { roles: [] },
+    payload: { roles: [], sub: 'alice' },
   })
   t.equal(remote.statusCode, 403, 'a connection from another machine')
   t.match(remote.json(), { detail: 'local-mode helpers answer loopback only' })
 
   expectProblem(t, await askForToken({ role: 'crm-admin' }), 400)
   expectProblem(t, await askForToken(['']), 400)
+  // Taken as sent, not coerced: fastify's default validator made these ['7'] and ['crm-admin'].
+  expectProblem(t, await askForToken([7]), 400)
+  expectProblem(t, await askForToken('crm-admin'), 400)
+  const unknown = await postTokenRequest({ roles: [], username: 'root' })
+  t.match(expectProblem(t, unknown, 400).detail, /additional properties/, 'no other property')
   expectProblem(
     t,
     await httpRequest(url, '/local-issuer/preview-token', {

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path'
 import type { Page } from 'playwright-core'
 import t from 'tap'
 import { findFreePort } from '../../src/embedded/embedded.js'
+import { rolloutBucket } from '../../src/snapshot/audience.js'
 import { findChromium, launchChromium } from '../helpers/browser.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 import { PACKAGE_ROOT, spawnService } from '../helpers/service-process.js'
@@ -40,6 +41,8 @@ interface DrawnFrame {
   product: string
   search: string | null
   user: string
+  /** The caller block below the app's name: each term with its value ("User id": the sub). */
+  caller: Record<string, string>
   userMenu: string[]
   sidebar: DrawnItem[]
   footerText: string
@@ -54,6 +57,7 @@ interface PageElement {
   readonly textContent: string | null
   readonly firstChild: PageElement | null
   readonly firstElementChild: PageElement | null
+  readonly nextElementSibling: PageElement | null
   readonly children: ArrayLike<PageElement>
   readonly lang: string
   readonly target: string
@@ -75,6 +79,12 @@ function readFrame(page: Page): Promise<DrawnFrame> {
       product: text(frame.querySelector('header .brand-name')),
       search: frame.querySelector('header [role=search] input')?.placeholder ?? null,
       user: text(frame.querySelector('header details summary')),
+      caller: Object.fromEntries(
+        Array.from(frame.querySelectorAll('main dl.caller > dt'), (term) => [
+          text(term),
+          text(term.nextElementSibling),
+        ]),
+      ),
       userMenu: Array.from(frame.querySelectorAll('header details li > *'), text),
       sidebar: readList(frame.querySelector('nav[aria-label="Side bar"] > ul')),
       footerText: text(frame.querySelector('footer .footer-text')),
@@ -109,6 +119,14 @@ async function waitForLive(page: Page): Promise<void> {
 }
 
 const labelsOf = (items: DrawnItem[]) => items.map((item) => item.label)
+
+/** The first of `user-1`, `user-2`, … whose bucket for crm's `activities` is (or is not) below `percent`. */
+function findUserId(inRollout: boolean, percent: number): string {
+  for (let n = 1; ; n += 1) {
+    const sub = `user-${n}`
+    if (rolloutBucket('crm', 'activities', sub) < percent === inRollout) return sub
+  }
+}
 
 t.test('the preview page, open in Chromium, as a developer uses it', { skip }, async (t) => {
   if ('skip' in chromium) return
@@ -275,6 +293,107 @@ t.test('the preview page, open in Chromium, as a developer uses it', { skip }, a
       'the same document, never reloaded',
     )
     t.match(await page.getByRole('status').textContent(), /^Live/, 'the page says it is live')
+  })
+
+  await t.test('a rollout, as a user inside it and a user outside it see it', async (t) => {
+    const activities = 'Aktivitäten'
+    const inside = findUserId(true, 50)
+    const outside = findUserId(false, 50)
+    const defaultInside = rolloutBucket('crm', 'activities', 'preview-user') < 50
+    t.comment(
+      `rollout 50%: ${inside} is in, ${outside} is out, preview-user is ${defaultInside ? 'in' : 'out'}`,
+    )
+    const userIdField = page.getByLabel('User id')
+    t.equal(await userIdField.inputValue(), 'preview-user', 'the field starts at the default user')
+    const shownTo = (frame: DrawnFrame, sub: string) => frame.caller['User id'] === sub
+    const showsActivities = (frame: DrawnFrame) => labelsOf(frame.sidebar).includes(activities)
+
+    await db.sql`
+      update shell.menu_items set rollout_percent = 50
+      where app_key = 'crm' and item_key = 'activities'`
+    // The open stream brings the change to the default user's frame, in or out.
+    await waitForFrame(
+      page,
+      (frame) => shownTo(frame, 'preview-user') && showsActivities(frame) === defaultInside,
+      'the rollout, as preview-user sees it',
+    )
+
+    await userIdField.fill(outside)
+    await userIdField.press('Enter')
+    const out = await waitForFrame(
+      page,
+      (frame) => shownTo(frame, outside) && !showsActivities(frame),
+      `the frame of ${outside}`,
+    )
+    t.same(
+      labelsOf(out.sidebar),
+      [
+        'Übersicht',
+        'Kundenkontakte',
+        'Firmen',
+        'Interessenten',
+        'Verkaufschancen',
+        'Berichte',
+        'Verwaltung',
+      ],
+      `${outside}, outside the rollout, does not see Activities`,
+    )
+    t.equal(out.user, 'Preview User', 'the user menu still names the preview user')
+    t.equal(out.caller.Roles, 'crm-admin, crm-sales', 'the roles picked stay')
+
+    await userIdField.fill(`  ${inside}  `)
+    await userIdField.press('Enter')
+    const into = await waitForFrame(
+      page,
+      (frame) => shownTo(frame, inside),
+      `the frame of ${inside}`,
+    )
+    t.equal(await userIdField.inputValue(), inside, 'the user id is trimmed')
+    t.same(
+      labelsOf(into.sidebar),
+      [
+        'Übersicht',
+        'Kundenkontakte',
+        'Firmen',
+        'Interessenten',
+        'Verkaufschancen',
+        activities,
+        'Berichte',
+        'Verwaltung',
+      ],
+      `${inside}, inside the rollout, sees Activities`,
+    )
+
+    // A pasted tab, which the token endpoint would refuse: the page keeps the user it shows.
+    await userIdField.fill(`${inside}\tx`)
+    await userIdField.press('Enter')
+    await page
+      .getByRole('status')
+      .getByText(/control characters/)
+      .waitFor({ timeout: 10_000 })
+    t.equal(await userIdField.inputValue(), inside, 'a user id with a control character is undone')
+
+    // Only a stream opened as the user shown sends this change: the frame of preview-user
+    // or of the outside user stays as it was at 0%, so their streams send no event.
+    await db.sql`
+      update shell.menu_items set rollout_percent = 0
+      where app_key = 'crm' and item_key = 'activities'`
+    await waitForFrame(
+      page,
+      (frame) => shownTo(frame, inside) && !showsActivities(frame),
+      `Activities gone for ${inside} when the rollout drops to 0`,
+    )
+    t.pass(`the event stream was reopened as ${inside}`)
+
+    await userIdField.fill('')
+    await userIdField.press('Enter')
+    await waitForFrame(page, (frame) => shownTo(frame, 'preview-user'), 'the default user again')
+    t.pass('an empty field means preview-user')
+
+    await db.sql`
+      update shell.menu_items set rollout_percent = null
+      where app_key = 'crm' and item_key = 'activities'`
+    await waitForFrame(page, showsActivities, 'Activities for everyone again')
   })
 
   t.same(problems, [], 'no script error on the page')
