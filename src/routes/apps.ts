@@ -5,6 +5,7 @@ import { authenticateThen } from './authenticate.js'
 import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
 import {
   CHALLENGE_HEADERS,
+  INVENTORY_BODY_HEADERS,
   INVENTORY_HEADERS,
   jsonResponse,
   notModifiedResponse,
@@ -42,7 +43,7 @@ const appsResponses = {
   200: jsonResponse(
     'Every registered app, sorted by key, with the locales its shell speaks.',
     appsBodySchema,
-    INVENTORY_HEADERS,
+    INVENTORY_BODY_HEADERS,
   ),
   304: notModifiedResponse(
     'If-None-Match matched: the caller holds these bytes.',

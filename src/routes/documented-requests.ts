@@ -37,19 +37,34 @@ const acceptLanguage = {
     "Preferred languages (RFC 9110); the response is in the best of the app's locales, else its default. A header that does not parse counts as absent.",
 }
 
+const acceptEncoding = {
+  type: 'string',
+  description:
+    'Codings the caller takes (RFC 9110): br or gzip, whichever has the highest q (br on a tie), else the body as it is. Bodies under 1,024 bytes are never compressed. A header that does not parse counts as absent.',
+}
+
 export const SHELL_REQUEST_HEADERS = headerObject({
   'If-None-Match': ifNoneMatch,
   'Accept-Language': acceptLanguage,
+  'Accept-Encoding': acceptEncoding,
 })
 export const EVENTS_REQUEST_HEADERS = headerObject({
   'Accept-Language': acceptLanguage,
+  'Accept-Encoding': {
+    type: 'string',
+    description:
+      'The stream is never compressed, but its events carry the ETag that a GET of the shell with this Accept-Encoding returns.',
+  },
   'Last-Event-ID': {
     type: 'string',
     description:
       'The id of the last shell event the client saw: no first event when it is current.',
   },
 })
-export const INVENTORY_REQUEST_HEADERS = headerObject({ 'If-None-Match': ifNoneMatch })
+export const INVENTORY_REQUEST_HEADERS = headerObject({
+  'If-None-Match': ifNoneMatch,
+  'Accept-Encoding': acceptEncoding,
+})
 
 /** Route config that adds these parameters to the route's operation in the document. */
 export function documentRequest(request: {

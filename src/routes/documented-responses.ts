@@ -29,7 +29,7 @@ const etag: Headers = {
     // A strong tag: quoted, no W/ prefix (RFC 9110 section 8.8.3).
     pattern: '^"[!#-~]*"$',
     description:
-      'Strong tag of these bytes, derived from their content alone: the same on every instance and after restarts. Send it back in If-None-Match.',
+      'Strong tag of these bytes, derived from their content alone: the same on every instance and after restarts; each coding (br, gzip) has its own. Send it back in If-None-Match.',
   },
 }
 const privateNoCache: Headers = {
@@ -43,7 +43,8 @@ const varyByCallerAndLanguage: Headers = {
   Vary: {
     type: 'string',
     pattern: `^${VARY_BY_CALLER_AND_LANGUAGE}`,
-    description: 'What is sent depends on the token and on Accept-Language (and Origin with CORS).',
+    description:
+      'What is sent depends on the token, Accept-Language and Accept-Encoding (and Origin with CORS).',
   },
 }
 const contentLanguage: Headers = {
@@ -51,6 +52,15 @@ const contentLanguage: Headers = {
     type: 'string',
     pattern: LANGUAGE_TAG_PATTERN,
     description: "The locale chosen from Accept-Language among the app's locales.",
+  },
+}
+
+const contentEncoding: Headers = {
+  'Content-Encoding': {
+    type: 'string',
+    enum: ['br', 'gzip'],
+    description:
+      'How the body is compressed, when it is (absent: as it is). Each coding has its own ETag.',
   },
 }
 
@@ -62,6 +72,9 @@ export const SHELL_HEADERS: Headers = {
   ...contentLanguage,
 }
 
+/** A 200 of the shell: its headers, and its coding. */
+export const SHELL_BODY_HEADERS: Headers = { ...SHELL_HEADERS, ...contentEncoding }
+
 /** The headers of an inventory answer, 200 and 304 alike; the inventory is not translated. */
 export const INVENTORY_HEADERS: Headers = {
   ...etag,
@@ -69,7 +82,7 @@ export const INVENTORY_HEADERS: Headers = {
   Vary: {
     type: 'string',
     pattern: `^${VARY_BY_CALLER}`,
-    description: 'The response depends on the token.',
+    description: 'The response depends on the token and Accept-Encoding (and Origin with CORS).',
   },
 }
 
@@ -137,3 +150,6 @@ export const OTHER_ERRORS = problemResponse(
 function withHeaders<T extends object>(response: T, headers: Headers): T & { headers?: Headers } {
   return Object.keys(headers).length === 0 ? response : { ...response, headers }
 }
+
+/** A 200 of the inventory: its headers, and its coding. */
+export const INVENTORY_BODY_HEADERS: Headers = { ...INVENTORY_HEADERS, ...contentEncoding }

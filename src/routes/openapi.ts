@@ -27,11 +27,31 @@ function registerOpenApiRoute(app: FastifyInstance): void {
   // Once every route is declared: the same bytes for every request, and a
   // schema the generator cannot read stops the start rather than a request.
   app.addHook('onReady', async () => {
-    document = Buffer.from(JSON.stringify(app.swagger()))
+    document = Buffer.from(JSON.stringify(markOptionalHeaders(app.swagger())))
   })
   app.get('/openapi.json', { schema: openApiRoute }, (_request, reply) =>
     reply.header('content-type', JSON_CONTENT_TYPE).send(document),
   )
+}
+
+/**
+ * Response headers sent only sometimes: said so in the document, which
+ * @fastify/swagger cannot do from a route's schema.
+ */
+const OPTIONAL_RESPONSE_HEADERS: ReadonlySet<string> = new Set(['Content-Encoding'])
+
+function markOptionalHeaders<T>(document: T): T {
+  const paths = (document as { paths?: Record<string, Record<string, unknown>> }).paths ?? {}
+  for (const operation of Object.values(paths).flatMap((path) => Object.values(path))) {
+    const responses = (operation as { responses?: Record<string, unknown> }).responses ?? {}
+    for (const response of Object.values(responses)) {
+      const headers = (response as { headers?: Record<string, { required?: boolean }> }).headers
+      for (const [name, header] of Object.entries(headers ?? {})) {
+        if (OPTIONAL_RESPONSE_HEADERS.has(name)) header.required = false
+      }
+    }
+  }
+  return document
 }
 
 const openApiRoute = {

@@ -15,6 +15,7 @@ import {
   OTHER_ERRORS,
   problemResponse,
   RETRY_AFTER_HEADERS,
+  SHELL_BODY_HEADERS,
   SHELL_HEADERS,
 } from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
@@ -63,7 +64,7 @@ const shellResponses = {
   200: jsonResponse(
     "The app, its branding, the caller and the menus the caller may see, in one of the app's locales.",
     shellBodySchema,
-    SHELL_HEADERS,
+    SHELL_BODY_HEADERS,
   ),
   304: notModifiedResponse('If-None-Match matched: the caller holds these bytes.', SHELL_HEADERS),
   401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),

@@ -96,7 +96,11 @@ t.test('ETag, Cache-Control, Vary and If-None-Match as on the shell endpoint', a
   const etag = String(response.headers.etag)
   t.match(etag, /^"[^"]+"$/, 'strong tag')
   t.equal(response.headers['cache-control'], 'private, no-cache')
-  t.equal(response.headers.vary, 'Authorization, Accept-Encoding', 'not translated: no Accept-Language')
+  t.equal(
+    response.headers.vary,
+    'Authorization, Accept-Encoding',
+    'not translated: no Accept-Language',
+  )
   t.equal(response.headers['content-language'], undefined)
   for (const header of [etag, `"x", ${etag}`, `W/${etag}`, '*']) {
     const conditional = await httpRequest(url, APPS, bearer(viewer, { 'if-none-match': header }))

@@ -67,7 +67,11 @@ t.test('the first event at once, tagged with the ETag a GET returns', async (t) 
   t.match(stream.headers['content-type'], /^text\/event-stream/)
   t.equal(stream.headers['cache-control'], 'no-cache')
   t.equal(stream.headers['x-accel-buffering'], 'no')
-  t.equal(stream.headers.vary, 'Authorization, Accept-Language, Accept-Encoding', 'varies as the shell does')
+  t.equal(
+    stream.headers.vary,
+    'Authorization, Accept-Language, Accept-Encoding',
+    'varies as the shell does',
+  )
   const first = await stream.waitForEvents(1)
   const etag = await shellETag(sales)
   t.equal(first.event, 'shell')

@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import t from 'tap'
 import { openEventStream } from '../helpers/event-stream-client.js'
@@ -81,9 +82,9 @@ t.test('every route of the API, GET only, with its parameters', async (t) => {
     (document.paths[path]?.get?.parameters ?? [])
       .filter((p) => p.in === 'header')
       .map((p) => p.name)
-  t.same(headerNames(SHELL), ['If-None-Match', 'Accept-Language'])
-  t.same(headerNames(EVENTS), ['Accept-Language', 'Last-Event-ID'])
-  t.same(headerNames(APPS), ['If-None-Match'])
+  t.same(headerNames(SHELL), ['If-None-Match', 'Accept-Language', 'Accept-Encoding'])
+  t.same(headerNames(EVENTS), ['Accept-Language', 'Accept-Encoding', 'Last-Event-ID'])
+  t.same(headerNames(APPS), ['If-None-Match', 'Accept-Encoding'])
 })
 
 t.test('the Bearer scheme on the API, not on the probes', async (t) => {
@@ -108,9 +109,20 @@ t.test('every status the README names, with the headers it pins', async (t) => {
   t.same(statuses('/readyz'), ['200', '503', 'default'])
   const headers = (path: string, status: string) =>
     Object.keys(document.paths[path]?.get?.responses[status]?.headers ?? {})
-  t.same(headers(SHELL, '200'), ['ETag', 'Cache-Control', 'Vary', 'Content-Language'])
+  t.same(headers(SHELL, '200'), [
+    'ETag',
+    'Cache-Control',
+    'Vary',
+    'Content-Language',
+    'Content-Encoding',
+  ])
   t.same(headers(SHELL, '304'), ['ETag', 'Cache-Control', 'Vary', 'Content-Language'])
-  t.same(headers(APPS, '200'), ['ETag', 'Cache-Control', 'Vary'])
+  t.same(headers(APPS, '200'), ['ETag', 'Cache-Control', 'Vary', 'Content-Encoding'])
+  t.equal(
+    document.paths[SHELL]?.get?.responses['200']?.headers?.['Content-Encoding']?.required,
+    false,
+    'Content-Encoding: only when compressed',
+  )
   t.same(headers(EVENTS, '200'), ['Cache-Control', 'Vary', 'Content-Language'])
   for (const path of API_PATHS) {
     t.same(headers(path, '401'), ['WWW-Authenticate'], `${path} 401`)
@@ -148,6 +160,13 @@ t.test('real responses of the shell and the inventory validate', async (t) => {
   )
   t.equal(shell.headers['content-language'], 'de')
   checker.check(t, SHELL, observed(shell))
+  const compressed = await httpRequest(
+    url,
+    '/api/v1/shell/crm',
+    bearer(caller, { 'accept-language': 'de', 'accept-encoding': 'gzip' }),
+  )
+  t.equal(compressed.headers['content-encoding'], 'gzip')
+  checker.check(t, SHELL, { ...observed(compressed), body: gunzipSync(compressed.body).toString() })
   const etag = String(shell.headers.etag)
   const shell304 = await httpRequest(
     url,

@@ -3,11 +3,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { SEEDS_DIR } from '../../src/definitions/import-definitions.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
-import {
-  SEED_OPEN_SIDEBAR,
-  SEED_SALES_SIDEBAR,
-  SEED_SIDEBAR_BY_ROLE,
-} from '../helpers/seed-sidebar.js'
+import { SEED_OPEN_SIDEBAR, SEED_SIDEBAR_BY_ROLE } from '../helpers/seed-sidebar.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 
 /** GET /api/v1/shell/{appKey}: the seed data per role, and every key of the response. */
