@@ -18,12 +18,15 @@ export const MIN_CODED_BYTES = 1_024
  * | | brotli 11 | 0.031 | 133 ms |
  * | | gzip 6 | 0.071 | 0.5 ms |
  *
- * A shell body holds its caller's user block, so it is compressed on the
- * caller's first request for it, where every microsecond shows on a new
- * token's answer: brotli 2, whose bytes are within a few percent of the
- * slowest setting's. The inventory is compressed once per change of what it
- * lists, with the snapshot: brotli 5, past which it does not shrink. gzip's
- * default level 6 for both: the levels above it buy nothing here.
+ * (times from a loop; in the service under load, with cold caches, a
+ * shell's first brotli costs 50 to 70 µs of CPU). A shell body holds its
+ * caller's user block, so it is compressed on the first request for it (a
+ * later token of the same user finds it made: routes/last-shell-memo.ts),
+ * where every microsecond shows on that answer: brotli 2, at half brotli
+ * 4's time for 0.02 more of the body. The inventory is compressed once per
+ * change of what it lists, with the snapshot: brotli 5, past which it does
+ * not shrink. gzip's default level 6 for both: the levels above it buy
+ * nothing here.
  */
 const EFFORT = {
   request: { brotliQuality: 2, gzipLevel: 6 },
@@ -45,6 +48,8 @@ export interface CodedBody {
   readonly identity: Representation
   /** The body in `coding`; as it is when that is identity or the body is small. */
   in(coding: Coding): Representation
+  /** The bytes held: the body and the codings made so far. */
+  readonly bytes: number
 }
 
 /**
@@ -52,10 +57,17 @@ export interface CodedBody {
  * coding's tag is that tag with the coding's suffix: strong, distinct from
  * the identity tag, and the same on every instance (RFC 9110 section 8.8.3).
  */
-export function createCodedBody(body: Buffer, tag: string, effort: Effort): CodedBody {
+export function createCodedBody(
+  body: Buffer,
+  tag: string,
+  effort: Effort,
+  /** Called after a coding is made: `bytes` has grown. */
+  onCoded?: (coded: CodedBody) => void,
+): CodedBody {
   const identity: Representation = Object.freeze({ body, coding: 'identity', etag: `"${tag}"` })
   const made = new Map<Coding, Representation>()
-  return Object.freeze({
+  let bytes = body.length
+  const codedBody: CodedBody = Object.freeze({
     identity,
     in(coding: Coding): Representation {
       if (coding === 'identity' || body.length < MIN_CODED_BYTES) return identity
@@ -64,10 +76,16 @@ export function createCodedBody(body: Buffer, tag: string, effort: Effort): Code
         const coded = encode(body, coding, effort)
         representation = Object.freeze({ body: coded, coding, etag: `"${codedTag(tag, coding)}"` })
         made.set(coding, representation)
+        bytes += coded.length
+        onCoded?.(codedBody)
       }
       return representation
     },
+    get bytes() {
+      return bytes
+    },
   })
+  return codedBody
 }
 
 /**
@@ -83,14 +101,22 @@ function codedTag(tag: string, coding: Exclude<Coding, 'identity'>): string {
   return `${tag}.${coding === 'br' ? 'br' : 'gz'}`
 }
 
+/**
+ * zlib's sync calls return a slice of their 16 KB output chunk: kept as it
+ * is, every shell's coding would hold 16 KB for a few hundred bytes. The
+ * copy weighs what it holds (small ones share Node's buffer pool).
+ */
 function encode(body: Buffer, coding: Exclude<Coding, 'identity'>, effort: Effort): Buffer {
   const { brotliQuality, gzipLevel } = EFFORT[effort]
-  if (coding === 'gzip') return gzipSync(body, { level: gzipLevel })
-  return brotliCompressSync(body, {
-    params: {
-      [constants.BROTLI_PARAM_QUALITY]: brotliQuality,
-      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-    },
-  })
+  const coded =
+    coding === 'gzip'
+      ? gzipSync(body, { level: gzipLevel })
+      : brotliCompressSync(body, {
+          params: {
+            [constants.BROTLI_PARAM_QUALITY]: brotliQuality,
+            [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+            [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+          },
+        })
+  return coded.buffer.byteLength > coded.length ? Buffer.from(coded) : coded
 }

@@ -94,3 +94,53 @@ t.test('a shell keeps its body and codings: a repeat compresses nothing', async 
   t.equal(lastShellOf(snapshot, crm, 'en', alice).coded, shell.coded, 'one body, kept')
   t.equal(shell.coded.in('br'), shell.coded.in('br'), 'a coding is made once, then kept')
 })
+
+t.test('a new token of the same user finds the body and its codings made already', async (t) => {
+  const lastShellOf = createLastShellMemo()
+  const snapshot = snapshotOf('v1')
+  const crm = countingView('crm')
+  const first = lastShellOf(snapshot, crm, 'en', caller('alice', ['a']))
+  const refreshed = lastShellOf(snapshot, crm, 'en', caller('alice', ['a']))
+  t.not(refreshed, first, 'another caller: its own last shell')
+  t.equal(refreshed.coded, first.coded, 'the same body, joined once')
+  t.not(lastShellOf(snapshot, crm, 'en', caller('bob', ['a'])).coded, first.coded, 'another user')
+  t.not(
+    lastShellOf(snapshot, crm, 'en', caller('alice', ['a', 'b'])).coded,
+    first.coded,
+    'the same user with other roles',
+  )
+  // A reload that kept the app's variant keeps its bodies too.
+  t.equal(lastShellOf(snapshotOf('v2'), crm, 'en', caller('alice', ['a'])).coded, first.coded)
+})
+
+t.test('bodies are bounded by the bytes they hold, codings included', async (t) => {
+  const bulky = countingView('crm')
+  const variant = bulky.variant
+  // 3,000 bytes of text: long enough to be compressed.
+  bulky.variant = (callerOf, locale) => ({
+    ...variant(callerOf, locale),
+    tail: Buffer.from(`,"pad":"${'menu item '.repeat(300)}"}`),
+  })
+  const snapshot = snapshotOf('v1')
+  const first = caller('alice', ['a'])
+  const second = caller('bob', ['a'])
+  const identityBytes = bodyOf(snapshot, bulky, first).bytes
+  t.ok(identityBytes > 3_000)
+
+  // Room for two bodies as they are, not a byte more (each is charged 512 bytes besides).
+  const lastShellOf = createLastShellMemo(2 * (identityBytes + 512))
+  const a = lastShellOf(snapshot, bulky, 'en', first).coded
+  const b = lastShellOf(snapshot, bulky, 'en', second).coded
+  const again = (who: typeof first) =>
+    lastShellOf(snapshot, bulky, 'en', caller(who.sub, ['a'])).coded
+  t.equal(again(first), a, 'both fit as they are')
+  t.equal(again(second), b)
+  a.in('br')
+  t.ok(a.bytes > identityBytes, 'the coding is counted')
+  t.equal(again(first), a, 'the body that grew is the most recent')
+  t.not(again(second), b, 'the other one made room')
+})
+
+function bodyOf(snapshot: Snapshot, view: AppView, who: ReturnType<typeof caller>) {
+  return createLastShellMemo()(snapshot, view, 'en', who).coded
+}
