@@ -226,3 +226,56 @@ export async function insertGeneratedApps(
   const grants = items.reduce((sum, item) => sum + item.roles.length, 0)
   return { apps: options.apps, menuItems: items.length, grants, labels: labels.length }
 }
+
+/** The seed app's copy with audiences: what the audiences scenario compares with the seed app. */
+export const AUDIENCES_APP = 'crm-audiences'
+
+/**
+ * A copy of the seed app (its branding, items, grants and labels) as
+ * `crm-audiences`, whose five sidebar items are rolled out to 20 to 80 % of
+ * their callers and two items shown within windows (one open for a year
+ * more, one that opened an hour ago): the same menus, the same callers, with
+ * audiences to compute.
+ */
+export async function insertAudiencesApp(databaseUrl: string): Promise<void> {
+  const sql = connectDatabase(databaseUrl, { max: 1, applicationName: 'shell-data-bench' })
+  try {
+    await sql.begin(async (tx) => {
+      await tx`
+        insert into shell.apps (app_key, name, description, home_url, default_locale)
+        select ${AUDIENCES_APP}, name, description, home_url, default_locale
+        from shell.apps where app_key = 'crm'`
+      await tx`
+        insert into shell.branding (app_key, product_name, logo_url, favicon_url, primary_color,
+                                    accent_color, footer_text, theme)
+        select ${AUDIENCES_APP}, product_name, logo_url, favicon_url, primary_color, accent_color,
+               footer_text, theme
+        from shell.branding where app_key = 'crm'`
+      // The seed app's items have no parents, so a flat copy keeps the trees.
+      await tx`
+        insert into shell.menu_items (app_key, item_key, zone, position, kind, label, icon, href,
+                                      external, rollout_percent, visible_from, visible_until)
+        select ${AUDIENCES_APP}, item_key, zone, position, kind, label, icon, href, external,
+               case item_key when 'contacts' then 20 when 'accounts' then 40 when 'leads' then 60
+                             when 'opportunities' then 80 when 'activities' then 50 end,
+               case item_key when 'reports' then now() - interval '1 day'
+                             when 'settings' then now() - interval '1 hour' end,
+               case item_key when 'reports' then now() + interval '1 year' end
+        from shell.menu_items where app_key = 'crm'`
+      await tx`
+        insert into shell.menu_role_grants (menu_item_id, role)
+        select copy.id, g.role
+        from shell.menu_role_grants g
+        join shell.menu_items original on original.id = g.menu_item_id and original.app_key = 'crm'
+        join shell.menu_items copy on copy.app_key = ${AUDIENCES_APP} and copy.item_key = original.item_key`
+      await tx`
+        insert into shell.menu_item_labels (menu_item_id, locale, label)
+        select copy.id, l.locale, l.label
+        from shell.menu_item_labels l
+        join shell.menu_items original on original.id = l.menu_item_id and original.app_key = 'crm'
+        join shell.menu_items copy on copy.app_key = ${AUDIENCES_APP} and copy.item_key = original.item_key`
+    })
+  } finally {
+    await sql.end()
+  }
+}

@@ -4,7 +4,13 @@ import { join } from 'node:path'
 import type { Releasers } from '../src/releasers.js'
 import { PACKAGE_ROOT } from '../test/helpers/service-process.js'
 import { startPrivatePostgres } from '../test/helpers/test-postgres.js'
-import { createSeededDatabase, generatedAppKey, insertGeneratedApps } from './dataset.js'
+import {
+  AUDIENCES_APP,
+  createSeededDatabase,
+  generatedAppKey,
+  insertAudiencesApp,
+  insertGeneratedApps,
+} from './dataset.js'
 import { createHttpProbe, type ProbeResponse } from './http-probe.js'
 import { type BenchUser, generateUsers, startBenchIssuer } from './issuer.js'
 import type { TokenPool } from './load-generator.js'
@@ -72,6 +78,9 @@ export async function setUpEnvironment(
     })
   const largeDatabase = await createDatabase('bench_large', { apps: settings.apps })
   const smallDatabase = await createDatabase('bench_small', { apps: 0 })
+  await step(`database bench_small: ${AUDIENCES_APP}, the seed app with audiences`, () =>
+    insertAudiencesApp(smallDatabase.url),
+  )
   const issuer = await startBenchIssuer(AUDIENCE)
   cleanup.add('identity provider', () => issuer.close())
   const users = generateUsers(WARM_USERS)
@@ -130,6 +139,7 @@ export async function setUpEnvironment(
   await expectSameResponse(baseline.url, '/api/v1/apps', apps)
 
   let newTokens: Promise<TokenPool> | undefined
+  let newUsers: Promise<TokenPool> | undefined
   return {
     largeDatabaseUrl: largeDatabase.url,
     dataset: largeDatabase.dataset,
@@ -162,6 +172,16 @@ export async function setUpEnvironment(
         issuer.mintTokens(owners, TOKEN_LIFETIME_S).then((tokens) => writePool('new.txt', tokens)),
       )
       return { ...(await newTokens) }
+    },
+    /** Tokens of users no service has seen (so bodies no one has been sent): minted on the first call. */
+    async newUserPool(): Promise<TokenPool> {
+      const strangers = generateUsers(WARM_USERS + settings.newTokens).slice(WARM_USERS)
+      newUsers ??= step(`${strangers.length} tokens of new users minted`, () =>
+        issuer
+          .mintTokens(strangers, TOKEN_LIFETIME_S)
+          .then((tokens) => writePool('new-users.txt', tokens)),
+      )
+      return { ...(await newUsers) }
     },
     /** Body sizes of the responses the baseline replays. */
     recorded: { shellBytes: shell.body.length, appsBytes: apps.body.length },

@@ -1,4 +1,6 @@
 import type { Scenario } from './scenario.js'
+import { audiences } from './scenarios/audiences.js'
+import { compression } from './scenarios/compression.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
@@ -16,6 +18,8 @@ import { streams } from './scenarios/streams.js'
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
+  audiences,
+  compression,
   memory,
   newToken,
   refresh,

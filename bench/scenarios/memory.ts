@@ -35,6 +35,14 @@ export const memory: Scenario = {
     const seconds = (performance.now() - startedAt) / 1000
     log(`${variants.requests} requests in ${seconds.toFixed(1)} s`)
     const everyApp = await readMemory(env)
+    // Each caller's last shell, in each language, asked for by a browser: its br coding made and kept.
+    for (const locale of LOCALES) {
+      await warmCallers(env.large.url, hotPath, env.warmTokens, {
+        'accept-language': locale,
+        'accept-encoding': 'gzip, deflate, br, zstd',
+      })
+    }
+    const withCodings = await readMemory(env)
     const small = await readMetrics(env.small.url)
     const apps = env.dataset.apps + 1
     return {
@@ -47,9 +55,13 @@ export const memory: Scenario = {
           scenario: `  then ${ROLE_SETS} role sets × ${apps} apps × en/de/fr (variant cache full)`,
           value: `${everyApp.rssMb.toFixed(0)} MB`,
         },
+        {
+          scenario: `  then the ${env.warmTokens.length} callers again, browser Accept-Encoding (br kept)`,
+          value: `${withCodings.rssMb.toFixed(0)} MB`,
+        },
       ],
       notes: [
-        `V8 heap used ${oneApp.heapMb.toFixed(0)} MB, then ${everyApp.heapMb.toFixed(0)} MB (garbage included until V8 collects it); Buffers outside the heap (the bodies) ${oneApp.externalMb.toFixed(0)} MB, then ${everyApp.externalMb.toFixed(0)} MB; the service on the seed app alone: RSS ${(sample(small, 'process_resident_memory_bytes') / MB).toFixed(0)} MB`,
+        `V8 heap used ${oneApp.heapMb.toFixed(0)} MB, then ${everyApp.heapMb.toFixed(0)} MB (garbage included until V8 collects it), ${withCodings.heapMb.toFixed(0)} MB with codings; Buffers outside the heap (the bodies) ${oneApp.externalMb.toFixed(0)} MB, then ${everyApp.externalMb.toFixed(0)} MB, ${withCodings.externalMb.toFixed(0)} MB with codings; the service on the seed app alone: RSS ${(sample(small, 'process_resident_memory_bytes') / MB).toFixed(0)} MB`,
         `${variants.requests} requests (${ROLE_SETS} callers of distinct role sets, each app, each locale by Accept-Language) in ${seconds.toFixed(0)} s found ${variants.distinct} distinct bodies: what an eager build would render; the service renders each on request and keeps at most 64 MiB or 10,000 of them`,
       ],
     }

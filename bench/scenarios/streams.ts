@@ -34,6 +34,10 @@ const STREAM_APPS = 5
 const BROWSER_HEADER = 'de-CH,de;q=0.9,en;q=0.8'
 const GERMAN = { 'accept-language': BROWSER_HEADER }
 const COMMITS = 20
+/** Windows opened while the streams are open, each moving every stream's tag at its instant. */
+const WINDOWS = 10
+/** How far ahead of its commit each window opens: the commit's own event comes first. */
+const WINDOW_LEAD_MS = 1_500
 /** The service folds changes closer than 250 ms into one event; this keeps commits apart. */
 const COMMIT_SPACING_MS = 1_000
 const GIVE_UP_MS = 10_000
@@ -97,11 +101,18 @@ export const streams: Scenario = {
       log(`${clients.count} streams open in ${openS.toFixed(1)} s`)
       const withStreams = await readSettledMemory(service)
       const reloadsBefore = await readMetrics(service.url)
-      const latency = await measureCommitToLastStream(env, service, clients, appKeys, log).finally(
-        () => clients.close(),
-      )
-      const reloads = describeReloads(reloadsBefore, await readMetrics(service.url))
-      const events = clients.eventRange()
+      let latency: Awaited<ReturnType<typeof measureCommitToLastStream>>
+      let windows: Awaited<ReturnType<typeof measureWindowToLastStream>>
+      let reloads: string
+      let events: { min: number; max: number }
+      try {
+        latency = await measureCommitToLastStream(env, service, clients, appKeys, log)
+        reloads = describeReloads(reloadsBefore, await readMetrics(service.url))
+        events = clients.eventRange()
+        windows = await measureWindowToLastStream(env, clients, appKeys, log)
+      } finally {
+        clients.close()
+      }
       await untilStreamsClosed(service)
 
       const bytesPerStream = (withStreams.rssBytes - without.rssBytes) / clients.count
@@ -123,6 +134,14 @@ export const streams: Scenario = {
             value: `p99 ${latency.p99Ms.toFixed(0)} ms`,
             target: `p99 <= ${MAX_P99_MS} ms`,
             result: passOrMiss(latency.p99Ms <= MAX_P99_MS && latency.lost === 0),
+          },
+          {
+            scenario: `a window's instant to the last of ${STREAMS} streams, ${WINDOWS} windows`,
+            p50Ms: windows.p50Ms,
+            p99Ms: windows.p99Ms,
+            value: `p99 ${windows.p99Ms.toFixed(0)} ms`,
+            target: `p99 <= ${MAX_P99_MS} ms`,
+            result: passOrMiss(windows.p99Ms <= MAX_P99_MS && windows.lost === 0),
           },
         ],
         notes: [
@@ -152,6 +171,51 @@ function describeStreams(tokens: readonly string[], appKeys: readonly string[]):
       ...(caller % 2 === 1 ? { acceptLanguage: BROWSER_HEADER } : {}),
     }
   })
+}
+
+/**
+ * A window's instant to the last stream's event: each round, one statement
+ * gives the five apps' always-visible item a window that opens 1.5 s later,
+ * which hides it at once (every stream gets that event first), and then
+ * shows it at its instant, with no database change: the feed's timer makes
+ * the snapshot again and every stream's tag moves.
+ */
+async function measureWindowToLastStream(
+  env: BenchEnvironment,
+  clients: EventStreamClients,
+  appKeys: readonly string[],
+  log: (line: string) => void,
+) {
+  const sql = connectDatabase(env.largeDatabaseUrl, { max: 1, applicationName: 'shell-data-bench' })
+  const samplesMs: number[] = []
+  try {
+    for (let round = 1; round <= WINDOWS; round += 1) {
+      const hidden = clients.untilNextEvent(GIVE_UP_MS)
+      const [opening] = await sql<{ at: number }[]>`
+        update shell.menu_items
+        set visible_from = now() + ${WINDOW_LEAD_MS} * interval '1 millisecond'
+        where app_key = any(${[...appKeys]}) and item_key = ${ALWAYS_VISIBLE_ITEM}
+        returning (extract(epoch from visible_from) * 1000)::float8 as at`
+      await hidden
+      // Armed before the instant, so an event that comes then is not missed.
+      const shown = await clients.untilNextEvent(GIVE_UP_MS).catch(() => null)
+      // performance.now() to the epoch, read now: the instant is the database's clock's.
+      const epochOfPerformanceZero = Date.now() - performance.now()
+      if (shown !== null && opening !== undefined) {
+        samplesMs.push(epochOfPerformanceZero + shown.lastAtMs - opening.at)
+      }
+      await sleep(COMMIT_SPACING_MS)
+    }
+  } finally {
+    await sql`
+      update shell.menu_items set visible_from = null
+      where app_key = any(${[...appKeys]}) and item_key = ${ALWAYS_VISIBLE_ITEM}`
+    await sql.end()
+  }
+  log(`window to last stream, ms: ${samplesMs.map((ms) => ms.toFixed(0)).join(' ')}`)
+  const percentile = (p: number) =>
+    samplesMs.sort((a, b) => a - b)[Math.ceil(p * samplesMs.length) - 1] ?? Number.NaN
+  return { p50Ms: percentile(0.5), p99Ms: percentile(0.99), lost: WINDOWS - samplesMs.length }
 }
 
 /**
