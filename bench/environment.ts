@@ -145,9 +145,9 @@ export async function setUpEnvironment(
     dataset: largeDatabase.dataset,
     /** The service on the seed app plus the generated apps. */
     large,
-    /** The service on the seed app alone. */
+    /** The service on the seed app and crm-audiences, the seed app with audiences. */
     small,
-    /** bench/baseline-server.mjs, replaying the services' responses (the same bytes on both). */
+    /** bench/baseline-server.mjs, replaying service-small's shell and service-large's inventory. */
     baseline,
     /** The app the shell scenarios ask for: the seed app. */
     hotApp,

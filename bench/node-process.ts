@@ -21,8 +21,7 @@ export interface NodeProcess {
  * `node ARGS` from the package root on a free PORT, inheriting none of the
  * service's settings (CONFIG_VARIABLES) nor NODE_OPTIONS from the caller's
  * shell; ready when GET /readyz answers 200. With a profile folder it runs
- * under `--cpu-prof`, a folder per process, because the tsx loader's thread
- * writes a profile of its own.
+ * under `--cpu-prof`, writing into a folder of its own, named after it.
  */
 export async function startNodeProcess(
   name: string,

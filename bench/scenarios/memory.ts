@@ -61,7 +61,7 @@ export const memory: Scenario = {
         },
       ],
       notes: [
-        `V8 heap used ${oneApp.heapMb.toFixed(0)} MB, then ${everyApp.heapMb.toFixed(0)} MB (garbage included until V8 collects it), ${withCodings.heapMb.toFixed(0)} MB with codings; Buffers outside the heap (the bodies) ${oneApp.externalMb.toFixed(0)} MB, then ${everyApp.externalMb.toFixed(0)} MB, ${withCodings.externalMb.toFixed(0)} MB with codings; the service on the seed app alone: RSS ${(sample(small, 'process_resident_memory_bytes') / MB).toFixed(0)} MB`,
+        `V8 heap used ${oneApp.heapMb.toFixed(0)} MB, then ${everyApp.heapMb.toFixed(0)} MB (garbage included until V8 collects it), ${withCodings.heapMb.toFixed(0)} MB with codings; Buffers outside the heap (the bodies) ${oneApp.externalMb.toFixed(0)} MB, then ${everyApp.externalMb.toFixed(0)} MB, ${withCodings.externalMb.toFixed(0)} MB with codings; service-small (the seed app and crm-audiences): RSS ${(sample(small, 'process_resident_memory_bytes') / MB).toFixed(0)} MB`,
         `${variants.requests} requests (${ROLE_SETS} callers of distinct role sets, each app, each locale by Accept-Language) in ${seconds.toFixed(0)} s found ${variants.distinct} distinct bodies: what an eager build would render; the service renders each on request and keeps at most 64 MiB or 10,000 of them`,
       ],
     }

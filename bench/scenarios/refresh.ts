@@ -6,7 +6,7 @@ import { createHttpProbe } from '../http-probe.js'
 import { readMetrics, sample } from '../read-metrics.js'
 import { passOrMiss, type Scenario } from '../scenario.js'
 
-/** A commit is served within 100 ms even under full load: the README's "normally within 100 ms". */
+/** A commit is served within 100 ms even under full load: docs/operations.md's "within about 100 ms of its commit". */
 const MAX_LOADED_P99_MS = 100
 /** Idle, a commit costs a notification, a read of one app and its build: well under that. */
 const MAX_IDLE_P99_MS = 30

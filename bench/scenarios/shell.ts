@@ -14,7 +14,7 @@ const MIN_NOT_MODIFIED_RATIO = 1
 
 /**
  * The seed app, asked for by 1,000 warm callers cycling through every subset
- * of its roles, from the service that holds the seed app alone, against
+ * of its roles, from service-small (the seed app and crm-audiences), against
  * bench/baseline-server.mjs replaying the median caller's response; then
  * each caller's If-None-Match against the bare route's 200 on the same
  * requests. Then, shown, the warm 200 from the service that holds thousands

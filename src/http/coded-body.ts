@@ -10,10 +10,11 @@ export const MIN_CODED_BYTES = 1_024
  *
  * | body | coding | size of identity | time |
  * |---|---|---|---|
- * | a shell, 2.4 KB | brotli 2 | 0.35 | 20 µs |
- * | | brotli 4 | 0.33 | 40 µs |
- * | | brotli 11 | 0.27 | 2.8 ms |
- * | | gzip 6 | 0.34 | 21 µs |
+ * | a shell, 2.2 KB | brotli 1 | 0.363 | 14 µs |
+ * | | brotli 2 | 0.357 | 17 to 19 µs |
+ * | | brotli 4 | 0.327 | 36 to 40 µs |
+ * | | brotli 11 | 0.266 | 2.6 ms |
+ * | | gzip 6 | 0.336 | 19 to 20 µs |
  * | the inventory, 162 KB | brotli 5 | 0.023 | 0.8 ms |
  * | | brotli 11 | 0.031 | 133 ms |
  * | | gzip 6 | 0.071 | 0.5 ms |

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { Caller, MenuNode } from './types.js'
 
 /**
@@ -13,19 +14,20 @@ export function rolloutBucket(appKey: string, itemKey: string, sub: string): num
 }
 
 /**
- * Buckets per caller, computed once per verified token (the caller object
- * lives as long as its token's cache entry) and kept across snapshots: a
- * bucket depends on the app, the item and the subject only, not on the percent.
+ * Buckets by subject, kept across tokens and snapshots: a bucket depends on
+ * the app, the item and the subject only, not on the token or the percent,
+ * so a refreshed token of a known user hashes nothing. Bounded like the
+ * token cache's default, least recently used out first.
  */
-const bucketsByCaller = new WeakMap<Caller, Map<string, number>>()
+const bucketsBySubject = new LRUCache<string, Map<string, number>>({ max: 10_000 })
 
 /** Whether the caller is in the item's rollout. */
 export function isInRollout(appKey: string, node: MenuNode, caller: Caller): boolean {
   if (node.rolloutPercent === null) return true
-  let buckets = bucketsByCaller.get(caller)
+  let buckets = bucketsBySubject.get(caller.sub)
   if (buckets === undefined) {
     buckets = new Map()
-    bucketsByCaller.set(caller, buckets)
+    bucketsBySubject.set(caller.sub, buckets)
   }
   const path = `${appKey}/${node.itemKey}`
   let bucket = buckets.get(path)
