@@ -1,6 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import type { TokenVerifier } from '../auth/verify-token.js'
-import type { SnapshotSource } from '../snapshot/types.js'
 import { authenticateThen } from './authenticate.js'
 import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
 import {
@@ -14,18 +12,16 @@ import {
   RETRY_AFTER_HEADERS,
 } from './documented-responses.js'
 import { appsBodySchema } from './response-schemas.js'
-import { sendNotReady, sendTagged, setVary, VARY_BY_CALLER } from './tagged-response.js'
+import {
+  type ApiRouteDeps,
+  sendNotReady,
+  sendTagged,
+  setVary,
+  VARY_BY_CALLER,
+} from './tagged-response.js'
 
 /** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
-export function registerAppsRoutes(
-  app: FastifyInstance,
-  deps: {
-    readonly verifier: TokenVerifier
-    readonly snapshots: SnapshotSource
-    /** CORS is on: responses vary with Origin too. */
-    readonly varyByOrigin: boolean
-  },
-): void {
+export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
   const { verifier, snapshots } = deps
   const onRequest = setVary(VARY_BY_CALLER, deps.varyByOrigin)
   app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig, onRequest }, (request, reply) =>

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import type { TokenVerifier } from '../auth/verify-token.js'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
 import { sendProblem } from '../http/problem.js'
-import type { SnapshotSource } from '../snapshot/types.js'
 import { answerAppRequest } from './app-request.js'
 import {
   APP_KEY_PARAMS,
@@ -19,7 +17,7 @@ import {
   RETRY_AFTER_HEADERS,
   textResponse,
 } from './documented-responses.js'
-import { setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
+import { type ApiRouteDeps, setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
@@ -28,13 +26,7 @@ import { setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
  */
 export function registerEventRoutes(
   app: FastifyInstance,
-  deps: {
-    readonly verifier: TokenVerifier
-    readonly snapshots: SnapshotSource
-    readonly streams: EventStreams
-    /** CORS is on: the stream varies with Origin too. */
-    readonly varyByOrigin: boolean
-  },
+  deps: ApiRouteDeps & { readonly streams: EventStreams },
 ): void {
   const { streams } = deps
   app.get<{ Params: { appKey: string } }>(

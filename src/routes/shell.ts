@@ -1,6 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import type { TokenVerifier } from '../auth/verify-token.js'
-import type { SnapshotSource } from '../snapshot/types.js'
 import { answerAppRequest } from './app-request.js'
 import {
   APP_KEY_PARAMS,
@@ -20,7 +18,12 @@ import {
 } from './documented-responses.js'
 import { createLastShellMemo } from './last-shell-memo.js'
 import { shellBodySchema } from './response-schemas.js'
-import { sendTagged, setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
+import {
+  type ApiRouteDeps,
+  sendTagged,
+  setVary,
+  VARY_BY_CALLER_AND_LANGUAGE,
+} from './tagged-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
@@ -29,15 +32,7 @@ import { sendTagged, setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-respo
  * caller's audience, a memoized variant and the caller's user block joined
  * into it; its codings are made on first use and kept with it.
  */
-export function registerShellRoutes(
-  app: FastifyInstance,
-  deps: {
-    readonly verifier: TokenVerifier
-    readonly snapshots: SnapshotSource
-    /** CORS is on: responses vary with Origin too. */
-    readonly varyByOrigin: boolean
-  },
-): void {
+export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
   const lastShellOf = createLastShellMemo()
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',

@@ -1,8 +1,18 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type { TokenVerifier } from '../auth/verify-token.js'
 import { negotiateCoding } from '../http/accept-encoding.js'
 import type { CodedBody } from '../http/coded-body.js'
 import { matchesIfNoneMatch } from '../http/preconditions.js'
 import { sendProblem } from '../http/problem.js'
+import type { SnapshotSource } from '../snapshot/types.js'
+
+/** What the API routes answer from: the token verifier and the snapshots. */
+export interface ApiRouteDeps {
+  readonly verifier: TokenVerifier
+  readonly snapshots: SnapshotSource
+  /** CORS is on: responses vary with Origin too. */
+  readonly varyByOrigin: boolean
+}
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
 export const CACHE_CONTROL = 'private, no-cache'
