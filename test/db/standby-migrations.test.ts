@@ -10,6 +10,7 @@ import { migrateDatabase, readMigrationFiles } from '../../src/db/migrate.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { readMetric } from '../helpers/metrics.js'
 import { createLogCapture, importSeeds, startTestService } from '../helpers/service.js'
+import { runNode } from '../helpers/service-process.js'
 import {
   createReplicatedDatabase,
   type ReplicatedDatabase,
@@ -111,3 +112,17 @@ t.test(
     )
   },
 )
+
+t.test('shell-data migrate goes through FEED_DATABASE_URL when it is set', async (t) => {
+  const db = await createReplicatedDatabase(t, replica, { migrated: false })
+  const result = await runNode('src/cli/main.ts', ['migrate'], {
+    DATABASE_URL: db.standbyUrl,
+    FEED_DATABASE_URL: db.primaryUrl,
+    LOG_LEVEL: 'warn',
+  })
+  t.equal(result.code, 0, result.stderr)
+  t.match(result.stdout, `${migrationNames.length} migration(s) applied`)
+  const [row] = await db.primary<{ count: number }[]>`
+    select count(*)::int as count from shell.schema_migrations`
+  t.equal(row?.count, migrationNames.length, 'applied on the primary')
+})
