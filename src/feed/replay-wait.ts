@@ -73,11 +73,11 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
     const startedAt = performance.now()
     const remainingMs = () => Math.max(startedAt + maxWaitMs - performance.now(), 0)
     try {
-      if (
-        fromStandby === undefined &&
-        !(await withDeadline(readReplayState(sql), maxWaitMs)).inRecovery
-      )
-        return
+      // Nothing read yet: a database that is not a standby is not asked about a primary.
+      if (fromStandby === undefined) {
+        const first = await withDeadline(readReplayState(sql), maxWaitMs)
+        if (!first.inRecovery) return
+      }
       const target = await withDeadline(onPrimary(readPrimaryWalEnd), remainingMs())
       for (let attempt = 1; !signal.aborted; attempt += 1) {
         // The last poll, when the time is up, still gets an answer's time.
@@ -97,7 +97,7 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
       }
     } catch (error) {
       // The primary or the standby did not answer: read as it is; the read reports the standby.
-      logger.debug({ ...databaseErrorFields(error) }, 'cannot wait for the standby to replay')
+      logger.debug(databaseErrorFields(error), 'cannot wait for the standby to replay')
     }
   }
 
