@@ -1,4 +1,4 @@
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 import { readAppDefinitions } from '../definitions/app-definitions.js'
 import { toDefinitionsFile } from '../definitions/to-definitions-file.js'
 import type { CommandContext } from './command-context.js'

@@ -8,7 +8,7 @@ import {
   MENU_ITEM_COLUMNS,
   type MenuKind,
   type Zone,
-} from './vocabulary.js'
+} from '../domain/vocabulary.js'
 
 /** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
 export interface AppRow {

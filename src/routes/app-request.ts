@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TokenVerifier, VerifiedCaller } from '../auth/verify-token.js'
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 import { sendProblem } from '../http/problem.js'
 import type { AppView, Snapshot, SnapshotSource } from '../snapshot/types.js'
 import { authenticateThen } from './authenticate.js'

@@ -1,6 +1,6 @@
 import type { SwaggerTransform } from '@fastify/swagger'
 import type { FastifyContextConfig } from 'fastify'
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 
 /**
  * Request parameters as the OpenAPI document shows them, and nowhere else.

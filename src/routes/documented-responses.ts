@@ -1,4 +1,4 @@
-import { LANGUAGE_TAG_PATTERN } from '../db/vocabulary.js'
+import { LANGUAGE_TAG_PATTERN } from '../domain/vocabulary.js'
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
 import { CACHE_CONTROL, VARY_BY_CALLER, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 

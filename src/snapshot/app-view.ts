@@ -1,4 +1,4 @@
-import { compareCodeUnits } from '../db/vocabulary.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 import { parseAcceptLanguage } from '../http/accept-language.js'
 import { isInRollout } from './audience.js'
 import { lookUpLocale, truncationsOf } from './locale-lookup.js'

@@ -1,5 +1,5 @@
 import type { SnapshotRead, SnapshotRows } from '../db/read-snapshot-rows.js'
-import { compareCodeUnits } from '../db/vocabulary.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 import { type BuiltApp, buildApp, groupRowsByApp, viewAt } from './build-app.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'

@@ -1,5 +1,5 @@
 import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
-import { ZONES, type Zone } from '../db/vocabulary.js'
+import { ZONES, type Zone } from '../domain/vocabulary.js'
 import { type CodedBody, createCodedBody } from '../http/coded-body.js'
 import { contentTag } from '../http/content-tag.js'
 import type { Audience, MenuNode, ShellVariant } from './types.js'

@@ -9,7 +9,7 @@ import {
   MENU_KINDS,
   TABLES,
   ZONES,
-} from '../../src/db/vocabulary.js'
+} from '../../src/domain/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
@@ -322,7 +322,7 @@ t.test('deleting an app removes its branding, items, grants and labels', async (
   t.same(counts, { branding: 0, items: 0, grants: 0, labels: 0 })
 })
 
-t.test('the database checks the words of src/vocabulary.ts, no more and no fewer', async (t) => {
+t.test('the database checks the words of src/domain/vocabulary.ts, no more and no fewer', async (t) => {
   const constraints = await sql<{ name: string; definition: string }[]>`
     select conname as name, pg_get_constraintdef(oid) as definition
     from pg_constraint where connamespace = 'shell'::regnamespace and contype = 'c'`

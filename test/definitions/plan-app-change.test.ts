@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { mapZones } from '../../src/db/vocabulary.js'
+import { mapZones } from '../../src/domain/vocabulary.js'
 import { planAppChange } from '../../src/definitions/plan-app-change.js'
 import type {
   AppDefinition,
