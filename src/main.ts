@@ -6,12 +6,14 @@
 import pino from 'pino'
 import { loadConfig } from './config/config.js'
 import { ConfigError } from './config/variables.js'
-import { EmbeddedPostgresError } from './embedded/embedded.js'
+import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './embedded/embedded.js'
 import { startService } from './service.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  config = loadConfig()
+  config = loadConfig(process.env, {
+    databaseUrlRequired: !isEmbeddedPostgresInstalled(),
+  })
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)

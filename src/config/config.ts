@@ -1,4 +1,3 @@
-import { isEmbeddedPostgresInstalled } from '../embedded/postgres-runtime.js'
 import { isLoopback } from './host-address.js'
 import {
   ConfigError,
@@ -82,11 +81,23 @@ export interface Config {
   readonly eventStreamsMax: number
 }
 
+/** What the installation, not the environment, decides about the settings. */
+export interface Installation {
+  /**
+   * No embedded PostgreSQL is installed (the production file set, the Docker
+   * image): DATABASE_URL cannot be left unset.
+   */
+  readonly databaseUrlRequired: boolean
+}
+
 /** Reads and checks every setting once; throws ConfigError naming the first bad variable. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(
+  env: Env = process.env,
+  installation: Installation = { databaseUrlRequired: false },
+): Config {
   const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
   // First: in the Docker image, which has no PostgreSQL binaries, this is the mistake to name.
-  if (databaseUrl === null && !isEmbeddedPostgresInstalled()) {
+  if (databaseUrl === null && installation.databaseUrlRequired) {
     throw new ConfigError(
       'DATABASE_URL',
       'is required: this installation has no embedded PostgreSQL',

@@ -142,6 +142,17 @@ t.test('every bad value names its variable', async (t) => {
   }
 })
 
+t.test('without an embedded PostgreSQL, DATABASE_URL is the first thing named', async (t) => {
+  // HOST=0.0.0.0 without OIDC_ISSUER is wrong too (the Docker image's case), but names no fix
+  // for a missing database.
+  const error = t.throws(() =>
+    loadConfig({ HOST: '0.0.0.0' }, { databaseUrlRequired: true }),
+  ) as ConfigError
+  t.equal(error.variable, 'DATABASE_URL')
+  t.match(error.message, /no embedded PostgreSQL/)
+  t.ok(loadConfig({ DATABASE_URL: 'postgres://a@b/c' }, { databaseUrlRequired: true }))
+})
+
 t.test('a database URL is never echoed in the error', async (t) => {
   const error = t.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:secret@db/x' }))
   t.notOk(String((error as Error).message).includes('secret'))
