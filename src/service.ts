@@ -22,6 +22,7 @@ import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
+import { buildCaller } from './snapshot/caller.js'
 import type { Snapshot } from './snapshot/types.js'
 
 export interface Service {
@@ -74,6 +75,7 @@ export async function startService(
     if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
     const verifier = createTokenVerifier({
       oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? '', LOCAL_AUDIENCE),
+      toCaller: buildCaller,
       cacheMax: config.tokenCacheMax,
       failureLog: config.authFailureLog,
       logger,

@@ -1,5 +1,5 @@
-import type postgres from './postgres-driver.js'
 import { type ColumnMap, ID_COLUMNS, INSTANT_COLUMNS } from '../domain/vocabulary.js'
+import type postgres from './postgres-driver.js'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 

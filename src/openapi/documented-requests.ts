@@ -9,6 +9,13 @@ import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
  * with a 404. So they reach the document through the route's transform only.
  */
 
+/**
+ * A route's schema that leaves it out of the document: local-mode helpers and
+ * refusals of other methods are no part of the API, and would make the
+ * document differ between local mode and production.
+ */
+export const NOT_DOCUMENTED = { hide: true }
+
 /** The security requirement of the API: a Bearer token (components.securitySchemes.bearer). */
 export const BEARER_TOKEN = [{ bearer: [] }]
 /** Stated rather than left out, so that no reader or linter takes the route for an oversight. */
