@@ -1,9 +1,9 @@
 import { pino } from 'pino'
 import t from 'tap'
-import { buildApp } from '../../src/app.js'
-import { createTokenVerifier } from '../../src/auth/verify-token.js'
-import { createMetrics } from '../../src/metrics.js'
-import { buildCaller } from '../../src/snapshot/caller.js'
+import { buildApp } from '../src/app.js'
+import { createTokenVerifier } from '../src/auth/verify-token.js'
+import { createMetrics } from '../src/metrics.js'
+import { buildCaller } from '../src/snapshot/caller.js'
 
 /**
  * Client errors that fastify raises itself keep their own status, as
