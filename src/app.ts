@@ -13,6 +13,7 @@ import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import { createEventStreams } from './events/event-streams.js'
 import { createCors } from './http/cors.js'
+import { drainConnectionsOnClose } from './http/drain-connections.js'
 import {
   buildHttpProblem,
   PROBLEM_CONTENT_TYPE,
@@ -45,6 +46,8 @@ export interface AppDeps {
   readonly corsOrigins?: readonly string[]
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
+  /** How long `close()` waits for open connections before closing them (DRAIN_DEADLINE_MS). */
+  readonly drainDeadlineMs?: number
   /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
 }
@@ -67,7 +70,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     // Requests already accepted are answered normally while the server drains on shutdown.
     return503OnClosing: false,
-    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
+    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first
+    // (drainConnectionsOnClose below closes them after their answer, or at its deadline).
     forceCloseConnections: 'idle',
     // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
     frameworkErrors: (error, request, reply) => {
@@ -135,6 +139,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     streams.close()
     done()
   })
+  drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
   const varyByOrigin = cors !== undefined
   registerDocumentedRoutes(app, (routes) => {

@@ -42,6 +42,8 @@ export interface ServiceOptions {
   readonly dataDir?: string
   /** Defaults to a registry of its own with the process metrics. */
   readonly metrics?: Metrics
+  /** How long the drain waits for open connections; DRAIN_DEADLINE_MS by default. */
+  readonly drainDeadlineMs?: number
 }
 
 /**
@@ -98,6 +100,7 @@ export async function startService(
       corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
+      drainDeadlineMs: options.drainDeadlineMs,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
