@@ -14,6 +14,7 @@ import { createEventStreams } from './events/event-streams.js'
 import type { ApiRouteDeps } from './http/api-conventions.js'
 import { registerAuthentication } from './http/authentication.js'
 import { createCors } from './http/cors.js'
+import { drainConnectionsOnClose } from './http/drain-connections.js'
 import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
 import { createNegotiation } from './http/negotiation.js'
 import {
@@ -51,6 +52,8 @@ export interface AppDeps {
   readonly corsOrigins?: readonly string[]
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
+  /** How long `close()` waits for open connections before closing them (DRAIN_DEADLINE_MS). */
+  readonly drainDeadlineMs?: number
   /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
 }
@@ -69,7 +72,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     // Requests already accepted are answered normally while the server drains on shutdown.
     return503OnClosing: false,
-    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
+    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first
+    // (drainConnectionsOnClose below closes them after their answer, or at its deadline).
     forceCloseConnections: 'idle',
     // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
     frameworkErrors: (error, request, reply) => {
@@ -123,6 +127,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     streams.close()
     done()
   })
+  drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
   // Each made once per instance, with its own bound: nothing of one instance is shared
   // with another in the same process.

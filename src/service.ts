@@ -34,7 +34,18 @@ export interface Service {
   readonly localIssuer: LocalIssuer | undefined
   /** Resolves once the database is migrated (and seeded) and the feed is started. */
   readonly started: Promise<void>
-  /** Drains and closes everything, in reverse order of creation. */
+  /**
+   * The shutdown a SIGTERM asks for: /readyz answers 503 at once, every
+   * route goes on serving for `delayMs` (so that load balancers stop sending
+   * first), then the service drains and closes as `close()` does.
+   */
+  shutdown(options: { readonly delayMs: number }): Promise<void>
+  /**
+   * Drains and closes everything at once, in reverse order of creation:
+   * event streams end, the listener closes, requests in flight are answered
+   * with `Connection: close`, then the feed, the pool and the embedded
+   * PostgreSQL. Called again, it returns the same promise.
+   */
   close(): Promise<void>
 }
 
@@ -43,6 +54,8 @@ export interface ServiceOptions {
   readonly dataDir?: string
   /** Defaults to a registry of its own with the process metrics. */
   readonly metrics?: Metrics
+  /** How long the drain waits for open connections; DRAIN_DEADLINE_MS by default. */
+  readonly drainDeadlineMs?: number
 }
 
 /**
@@ -100,6 +113,7 @@ export async function startService(
       corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
+      drainDeadlineMs: options.drainDeadlineMs,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
@@ -123,6 +137,13 @@ export async function startService(
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
 
+    // Closing at once ends a shutdown's delay too.
+    const delay = new AbortController()
+    const close = () => {
+      shuttingDown = true
+      delay.abort()
+      return releasers.releaseAll()
+    }
     return {
       app,
       feed,
@@ -130,10 +151,21 @@ export async function startService(
       url,
       localIssuer,
       started,
-      async close() {
+      async shutdown({ delayMs }) {
         shuttingDown = true
-        await releasers.releaseAll()
+        if (delayMs > 0) {
+          logger.info(
+            { delayMs },
+            `/readyz answers 503; serving on for ${delayMs / 1000} s, then draining`,
+          )
+          await sleep(delayMs, undefined, { signal: delay.signal }).catch(() => {})
+        }
+        if (!delay.signal.aborted) {
+          logger.info('draining: event streams end, the listener closes, requests in flight finish')
+        }
+        await close()
       },
+      close,
     }
   } catch (error) {
     await releasers.releaseAll()

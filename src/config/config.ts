@@ -62,6 +62,12 @@ export interface Config {
   readonly feedDatabaseUrl: string | null
   /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
   readonly migrate: 'auto' | 'off'
+  /**
+   * Seconds the instance goes on serving after SIGTERM, with /readyz at 503,
+   * before it drains: the time a load balancer or Kubernetes' endpoints take
+   * to stop sending it requests. 0: drain at once.
+   */
+  readonly shutdownDelayS: number
   /** Null in local mode, where the service is its own issuer. */
   readonly oidc: OidcConfig | null
   /** Log one warn line per failed token verification (rate-limited). */
@@ -122,6 +128,9 @@ export function loadConfig(
     databaseUrl,
     feedDatabaseUrl,
     migrate: readChoice(env, 'MIGRATE', ['auto', 'off'] as const, 'auto'),
+    // Ten minutes is past any load balancer's health checks; a larger value is
+    // more likely milliseconds written as seconds than a wish.
+    shutdownDelayS: readInt(env, 'SHUTDOWN_DELAY_S', 5, 0, 600),
     oidc,
     authFailureLog: readBoolean(env, 'AUTH_FAILURE_LOG', true),
     tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),
