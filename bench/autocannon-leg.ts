@@ -69,6 +69,8 @@ const instance = autocannon(
       socketErrors: result.errors + result.timeouts,
       statusErrors,
       next: cursor,
+      // autocannon does not tell a refused connection from a reset one.
+      errorsByKind: { socket: result.errors, timeout: result.timeouts, status: statusErrors },
     }
     process.stdout.write(`bench-result ${JSON.stringify(line)}\n`)
   },

@@ -6,9 +6,11 @@ import type { BenchSettings } from './settings.js'
 type Leg = LoadResult & { readonly cpuUsPerResponse: number }
 
 /**
- * A B A B …: both sides are measured within seconds of each other, so a
- * machine that slows down (a neighbour, thermal limits) moves both sides,
- * not the ratio. req/s, p50 and p99 are means over a side's legs.
+ * A B A B …: each side is warmed up once, then the two alternate in short
+ * legs, so a machine whose speed drifts (a neighbour, thermal limits) moves
+ * both sides of a pair alike. The ratio is the median of the pairs' ratios:
+ * one pair caught by a slow spell does not move it, and the spread of the
+ * pairs is shown beside it. req/s, p50 and p99 are means over a side's legs.
  */
 export async function compareLegs(
   context: { settings: BenchSettings; load: LoadGenerator; log(line: string): void },
@@ -16,17 +18,21 @@ export async function compareLegs(
   b: Side,
   minRatio: number | null,
 ): Promise<ScenarioResult> {
+  const { settings, load } = context
+  for (const side of [a, b]) {
+    if (settings.warmupS > 0) await load.run(jobOf(side), settings.warmupS)
+  }
   const legs: [Leg[], Leg[]] = [[], []]
-  for (let pair = 1; pair <= context.settings.pairs; pair += 1) {
+  for (let pair = 1; pair <= settings.pairs; pair += 1) {
     legs[0].push(await runLeg(context, a, `A${pair}`))
     legs[1].push(await runLeg(context, b, `B${pair}`))
   }
   const [sideA, sideB] = legs.map(summarize) as [Summary, Summary]
-  const ratio = sideA.cells.requestsPerSecond / sideB.cells.requestsPerSecond
-  const errors = sideA.errors + sideB.errors
   const pairRatios = legs[0].map(
     (leg, index) => leg.requestsPerSecond / (legs[1][index] as Leg).requestsPerSecond,
   )
+  const ratio = median(pairRatios)
+  const errors = sideA.errors + sideB.errors
   const target =
     minRatio === null
       ? {}
@@ -34,15 +40,28 @@ export async function compareLegs(
           target: `>= ${minRatio.toFixed(2)}x`,
           result: passOrMiss(ratio >= minRatio && errors === 0),
         }
+  const sorted = [...pairRatios].sort((x, y) => x - y)
   return {
     rows: [
       { scenario: a.label, ...sideA.cells, value: `${ratio.toFixed(2)}x`, ...target },
       { scenario: `  vs ${b.label}`, ...sideB.cells },
     ],
     notes: [
-      `ratio per pair ${pairRatios.map((value) => value.toFixed(2)).join(', ')}${errors > 0 ? `; ${errors} errors or statuses >= 400, so no pass` : ''}`,
+      `median of ${pairRatios.length} pairs ${ratio.toFixed(2)}x, from ${sorted[0]?.toFixed(2)} to ${sorted.at(-1)?.toFixed(2)} (${pairRatios.map((value) => value.toFixed(2)).join(', ')})${errors > 0 ? `; ${errors} errors or statuses >= 400, so no pass` : ''}`,
     ],
   }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
+}
+
+function jobOf(side: Side) {
+  return { url: `${side.server.url}${side.path}`, tokens: side.tokens, headers: side.headers }
 }
 
 async function runLeg(
@@ -50,21 +69,14 @@ async function runLeg(
   side: Side,
   name: string,
 ): Promise<Leg> {
-  const job = { url: `${side.server.url}${side.path}`, tokens: side.tokens, headers: side.headers }
-  const undo = await side.prepare?.()
-  try {
-    if (settings.warmupS > 0) await load.run(job, settings.warmupS)
-    const cpuBefore = await readCpuSeconds(side.server.pid)
-    const result = await load.run(job, settings.durationS)
-    const cpuUsPerResponse =
-      (1e6 * ((await readCpuSeconds(side.server.pid)) - cpuBefore)) / result.requests
-    log(
-      `${name} ${side.label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUsPerResponse.toFixed(1)} µs CPU/response, ${result.errors} errors`,
-    )
-    return { ...result, cpuUsPerResponse }
-  } finally {
-    await undo?.()
-  }
+  const cpuBefore = await readCpuSeconds(side.server.pid)
+  const result = await load.run(jobOf(side), settings.durationS)
+  const cpuUsPerResponse =
+    (1e6 * ((await readCpuSeconds(side.server.pid)) - cpuBefore)) / result.requests
+  log(
+    `${name} ${side.label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuUsPerResponse.toFixed(1)} µs CPU/response, ${result.errors} errors`,
+  )
+  return { ...result, cpuUsPerResponse }
 }
 
 type Summary = ReturnType<typeof summarize>

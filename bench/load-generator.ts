@@ -23,6 +23,11 @@ export interface LoadResult {
   readonly p99Ms: number
   /** Connection errors, timeouts and responses of status 400 or more. */
   readonly errors: number
+  /**
+   * The same by kind: wrk's `connect`, `read`, `write`, `timeout` and
+   * `status`; autocannon's `socket`, `timeout` and `status`.
+   */
+  readonly errorsByKind: Readonly<Record<string, number>>
 }
 
 export type LoadGenerator = ReturnType<typeof createLoadGenerator>
@@ -31,7 +36,7 @@ export type LoadGenerator = ReturnType<typeof createLoadGenerator>
 type ResultLine = Record<
   'requests' | 'durationUs' | 'p50Us' | 'p99Us' | 'socketErrors' | 'statusErrors' | 'next',
   number
->
+> & { readonly errorsByKind: Record<string, number> }
 
 const LUA_SCRIPT = fileURLToPath(new URL('./rotate-tokens.lua', import.meta.url))
 const AUTOCANNON_LEG = fileURLToPath(new URL('./autocannon-leg.ts', import.meta.url))
@@ -90,6 +95,7 @@ export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, conn
           p50Ms: raw.p50Us / 1000,
           p99Ms: raw.p99Us / 1000,
           errors: raw.socketErrors + raw.statusErrors,
+          errorsByKind: raw.errorsByKind,
         })
       })
     })

@@ -6,14 +6,20 @@ import { PACKAGE_ROOT, serviceEnv } from '../test/helpers/service-process.js'
 
 /** The large data set is read and built before /readyz answers. */
 const READY_TIMEOUT_MS = 120_000
-/** The service drains its connections on SIGTERM; past this it is killed. */
+/** The service drains within 10 s of SIGINT (no SHUTDOWN_DELAY_S); past this it is killed. */
 const STOP_TIMEOUT_MS = 15_000
 
 export interface NodeProcess {
   /** `http://127.0.0.1:port` */
   readonly url: string
   readonly pid: number
-  /** SIGTERM, SIGKILL after a while; a --cpu-prof profile is written on the way out. */
+  /** Settles when the process has exited, with how. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /**
+   * SIGINT, SIGKILL after a while; a --cpu-prof profile is written on the
+   * way out. SIGINT rather than SIGTERM: nothing balances load onto these
+   * processes, so the service's SHUTDOWN_DELAY_S would only slow the run.
+   */
   stop(): Promise<void>
 }
 
@@ -42,13 +48,16 @@ export async function startNodeProcess(
   const keep = (chunk: string) => (output = (output + chunk).slice(-8_000))
   child.stdout.setEncoding('utf8').on('data', keep)
   child.stderr.setEncoding('utf8').on('data', keep)
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
   const started: NodeProcess = {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid ?? -1,
+    exited,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill('SIGTERM')
+      child.kill('SIGINT')
       const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS)
       await exited
       clearTimeout(timer)

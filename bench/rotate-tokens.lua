@@ -2,7 +2,8 @@
 -- as Authorization: Bearer (and If-None-Match), plus the headers given by -H.
 -- Arguments: FILE START. Requests are built once in init, so each costs a table
 -- lookup. The last line printed says where the next leg starts, so a pool of
--- new tokens is not replayed early. Run with one thread (-t1): one cursor.
+-- new tokens is not replayed early, and counts the errors by wrk's kinds
+-- (status: answers of 400 and more). Run with one thread (-t1): one cursor.
 local threads = {}
 
 function setup(thread)
@@ -34,8 +35,10 @@ function done(summary, latency)
   local errors = summary.errors
   io.write(string.format(
     'bench-result {"requests":%d,"durationUs":%d,"p50Us":%.0f,"p99Us":%.0f,' ..
-    '"socketErrors":%d,"statusErrors":%d,"next":%d}\n',
+    '"socketErrors":%d,"statusErrors":%d,"next":%d,' ..
+    '"errorsByKind":{"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d}}\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
     errors.connect + errors.read + errors.write + errors.timeout, errors.status,
-    threads[1]:get("cursor")))
+    threads[1]:get("cursor"),
+    errors.connect, errors.read, errors.write, errors.timeout, errors.status))
 end

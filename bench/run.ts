@@ -50,7 +50,7 @@ try {
   cleanup.add('load generator', () => load.close())
   log(`load generator: ${load.description}`)
   log(
-    `scenarios: ${selected.map((scenario) => scenario.id).join(', ')}; ${settings.durationS} s legs after ${settings.warmupS} s warm-up, ${settings.pairs} pairs`,
+    `scenarios: ${selected.map((scenario) => scenario.id).join(', ')}; ${settings.pairs} pairs of ${settings.durationS} s legs, each side warmed up ${settings.warmupS} s first`,
   )
   const env = await setUpEnvironment(settings, cleanup, log)
   const context: ScenarioContext = {

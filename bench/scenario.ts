@@ -32,8 +32,6 @@ export interface Side {
   readonly path: string
   readonly tokens: TokenPool
   readonly headers?: Readonly<Record<string, string>>
-  /** Runs before each of this side's legs; what it returns runs after the leg. */
-  readonly prepare?: () => Promise<() => Promise<void>>
 }
 
 export interface ScenarioContext {

@@ -1,6 +1,7 @@
 import type { Scenario } from './scenario.js'
 import { audiences } from './scenarios/audiences.js'
 import { compression } from './scenarios/compression.js'
+import { deploy } from './scenarios/deploy.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
@@ -13,9 +14,9 @@ import { streams } from './scenarios/streams.js'
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
- * the floods of new tokens and reloads; streams, outage and standby, with
- * services (and for outage and standby databases) of their own, come last,
- * so they leave nothing behind for the others.
+ * the floods of new tokens and reloads; streams, deploy, outage and
+ * standby, with services (and for outage and standby databases) of their
+ * own, come last, so they leave nothing behind for the others.
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
@@ -26,6 +27,7 @@ export const SCENARIOS: readonly Scenario[] = [
   refresh,
   snapshot,
   streams,
+  deploy,
   outage,
   standby,
 ]

@@ -8,14 +8,14 @@ export function readBenchSettings(env: NodeJS.ProcessEnv = process.env) {
   }
   const only = (env.BENCH_ONLY ?? '').split(',').map((id) => id.trim())
   return {
-    /** Seconds of each measured leg. */
-    durationS: readNumber(env, 'BENCH_DURATION', 5, 1),
-    /** Seconds of load before each leg, not counted, so JIT and caches are warm. */
+    /** Seconds of each measured leg: short, so that a drift of the machine's speed spans few of them. */
+    durationS: readNumber(env, 'BENCH_DURATION', 2, 1),
+    /** Seconds of load on each side before a comparison's first leg, not counted, so JIT and caches are warm. */
     warmupS: readNumber(env, 'BENCH_WARMUP', 2, 0),
     /** Keep-alive connections, one request in flight each. */
     connections: readNumber(env, 'BENCH_CONNECTIONS', 50, 1),
-    /** A-B pairs per comparison. */
-    pairs: readNumber(env, 'BENCH_PAIRS', 2, 1),
+    /** A-B pairs per comparison: enough that the median of their ratios holds still between runs. */
+    pairs: readNumber(env, 'BENCH_PAIRS', 7, 1),
     /** Generated apps on top of the seed app. */
     apps: readNumber(env, 'BENCH_APPS', 5_000, 1),
     refreshCommits: readNumber(env, 'BENCH_REFRESH_COMMITS', 100, 1),

@@ -5,37 +5,44 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
-  type FastifyReply,
   LogController,
 } from 'fastify'
 import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import { createEventStreams } from './events/event-streams.js'
+import type { ApiRouteDeps } from './http/api-conventions.js'
+import { registerAuthentication } from './http/authentication.js'
 import { createCors } from './http/cors.js'
+import { drainConnectionsOnClose } from './http/drain-connections.js'
+import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
+import { createNegotiation } from './http/negotiation.js'
 import {
   buildHttpProblem,
   PROBLEM_CONTENT_TYPE,
   sendProblem,
   sendProblemBody,
 } from './http/problem.js'
+import { createRepresentationCache } from './http/representation-cache.js'
 import { timeRequests } from './http/request-timing.js'
 import type { Metrics } from './metrics.js'
+import { registerDocumentedRoutes } from './openapi/document.js'
+import { sharedSchemas } from './openapi/response-schemas.js'
 import { registerAppsRoutes } from './routes/apps.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
-import { registerDocumentedRoutes } from './routes/openapi.js'
+import { registerOpenApiRoutes } from './routes/openapi.js'
 import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
-import { sharedSchemas } from './routes/response-schemas.js'
 import { registerShellRoutes } from './routes/shell.js'
+import type { Caller } from './snapshot/caller.js'
 import type { SnapshotSource } from './snapshot/types.js'
 
 export interface AppDeps {
   readonly logger: Logger
   readonly metrics: Metrics
-  readonly verifier: TokenVerifier
+  readonly verifier: TokenVerifier<Caller>
   readonly snapshots: SnapshotSource
   /** One log line per request (LOG_REQUESTS); errors are logged either way. */
   readonly logRequests: boolean
@@ -45,13 +52,11 @@ export interface AppDeps {
   readonly corsOrigins?: readonly string[]
   /** True once shutdown has begun: /readyz answers 503 so traffic drains away. */
   readonly isShuttingDown: () => boolean
+  /** How long `close()` waits for open connections before closing them (DRAIN_DEADLINE_MS). */
+  readonly drainDeadlineMs?: number
   /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
 }
-
-/** The API's paths; any method other than GET and HEAD on them is a 405. */
-const API_PATHS = ['/api/v1/shell/:appKey', '/api/v1/shell/:appKey/events', '/api/v1/apps']
-const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
 export function buildApp(deps: AppDeps): FastifyInstance {
@@ -67,7 +72,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     // Requests already accepted are answered normally while the server drains on shutdown.
     return503OnClosing: false,
-    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first.
+    // Keep-alive connections that are idle are closed at shutdown; busy ones finish first
+    // (drainConnectionsOnClose below closes them after their answer, or at its deadline).
     forceCloseConnections: 'idle',
     // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
     frameworkErrors: (error, request, reply) => {
@@ -82,8 +88,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
 
   for (const schema of sharedSchemas) app.addSchema(schema)
-  // Before any route: each route's timing hook is added as the route is.
+  // Before any route: each route's timing hook, and each API route's 405 for other methods,
+  // are added as the route is.
   timeRequests(app, deps.metrics.httpRequestDuration)
+  refuseOtherMethodsOnApiRoutes(app)
   if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -107,22 +115,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     ),
   )
 
-  const sendMethodNotAllowed = (reply: FastifyReply) =>
-    sendProblem(reply, 'methodNotAllowed', 'only GET and HEAD are allowed', {
-      allow: 'GET, HEAD',
-    })
-  for (const url of API_PATHS) {
-    app.route({
-      method: [...OTHER_METHODS],
-      url,
-      // Not operations of the API: the OpenAPI document lists what a client may call.
-      schema: { hide: true },
-      // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
-      onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
-      handler: (_request, reply) => sendMethodNotAllowed(reply),
-    })
-  }
-
   deps.metrics.eventStreamsMax.set(deps.eventStreamsMax)
   const streams = createEventStreams({
     snapshots: deps.snapshots,
@@ -135,12 +127,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     streams.close()
     done()
   })
+  drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
-  const varyByOrigin = cors !== undefined
+  // Each made once per instance, with its own bound: nothing of one instance is shared
+  // with another in the same process.
+  const api: ApiRouteDeps = {
+    snapshots: deps.snapshots,
+    authenticate: registerAuthentication(app, deps.verifier),
+    negotiation: createNegotiation(),
+    representations: createRepresentationCache(),
+    varyByOrigin: cors !== undefined,
+  }
   registerDocumentedRoutes(app, (routes) => {
-    registerShellRoutes(routes, { ...deps, varyByOrigin })
-    registerEventRoutes(routes, { ...deps, streams, varyByOrigin })
-    registerAppsRoutes(routes, { ...deps, varyByOrigin })
+    registerShellRoutes(routes, api)
+    registerEventRoutes(routes, { ...api, streams })
+    registerAppsRoutes(routes, api)
     registerProbeRoutes(routes, deps)
     registerMetricsRoutes(routes, deps)
     const { localIssuer } = deps
@@ -148,6 +149,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       registerLocalIssuerRoutes(routes, { localIssuer })
       registerPreviewRoutes(routes, deps)
     }
+    registerOpenApiRoutes(routes)
   })
   return app
 }

@@ -1,17 +1,21 @@
 #!/usr/bin/env node
 /**
  * The process: configuration, logger, the service, signals, shutdown.
- * `node dist/main.js` (npm start builds first).
+ * `node dist/main.js` (npm start builds first). What a signal means is
+ * shutdown-signals.ts's; what a shutdown does is the service's.
  */
 import pino from 'pino'
 import { loadConfig } from './config/config.js'
 import { ConfigError } from './config/variables.js'
-import { EmbeddedPostgresError } from './embedded/embedded.js'
+import { EmbeddedPostgresError, isEmbeddedPostgresInstalled } from './embedded/embedded.js'
 import { startService } from './service.js'
+import { createSignalClassifier, delayFor } from './shutdown-signals.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  config = loadConfig()
+  config = loadConfig(process.env, {
+    databaseUrlRequired: !isEmbeddedPostgresInstalled(),
+  })
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)
@@ -39,16 +43,35 @@ service.started.catch(async (error: unknown) => {
   process.exit(1)
 })
 
-let stopping = false
+/**
+ * The contract's bound on a shutdown, past its delay: the drain and the
+ * database each have a deadline of their own inside it; this one catches
+ * anything that still hangs.
+ */
+const SHUTDOWN_BOUND_MS = 10_000
+
+const classifySignal = createSignalClassifier()
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
-    if (stopping) {
+    const meaning = classifySignal(signal)
+    if (meaning === 'copy') {
+      logger.info(
+        { signal },
+        'the same signal again within a second: a copy (npm passes on what its process group got), not a second signal',
+      )
+      return
+    }
+    if (meaning === 'second') {
       logger.warn({ signal }, 'second signal: exiting at once')
       process.exit(1)
     }
-    stopping = true
-    logger.info({ signal }, 'shutting down: draining requests')
-    service.close().then(
+    const delayMs = delayFor(signal, config.shutdownDelayS)
+    logger.info({ signal, delayMs }, 'shutting down')
+    setTimeout(() => {
+      logger.error({ boundMs: delayMs + SHUTDOWN_BOUND_MS }, 'shutdown did not finish in time')
+      process.exit(1)
+    }, delayMs + SHUTDOWN_BOUND_MS).unref()
+    service.shutdown({ delayMs }).then(
       () => {
         logger.info('stopped')
         process.exit(0)

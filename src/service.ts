@@ -23,6 +23,7 @@ import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
+import { buildCaller } from './snapshot/caller.js'
 import type { Snapshot, SnapshotSource } from './snapshot/types.js'
 
 export interface Service {
@@ -34,7 +35,18 @@ export interface Service {
   readonly localIssuer: LocalIssuer | undefined
   /** Resolves once the database is migrated (and seeded) and the feed is started. */
   readonly started: Promise<void>
-  /** Drains and closes everything, in reverse order of creation. */
+  /**
+   * The shutdown a SIGTERM asks for: /readyz answers 503 at once, every
+   * route goes on serving for `delayMs` (so that load balancers stop sending
+   * first), then the service drains and closes as `close()` does.
+   */
+  shutdown(options: { readonly delayMs: number }): Promise<void>
+  /**
+   * Drains and closes everything at once, in reverse order of creation:
+   * event streams end, the listener closes, requests in flight are answered
+   * with `Connection: close`, then the feed, the pool and the embedded
+   * PostgreSQL. Called again, it returns the same promise.
+   */
   close(): Promise<void>
 }
 
@@ -43,6 +55,8 @@ export interface ServiceOptions {
   readonly dataDir?: string
   /** Defaults to a registry of its own with the process metrics. */
   readonly metrics?: Metrics
+  /** How long the drain waits for open connections; DRAIN_DEADLINE_MS by default. */
+  readonly drainDeadlineMs?: number
 }
 
 /**
@@ -75,6 +89,7 @@ export async function startService(
     if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
     const verifier = createTokenVerifier({
       oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? '', LOCAL_AUDIENCE),
+      toCaller: buildCaller,
       cacheMax: config.tokenCacheMax,
       failureLog: config.authFailureLog,
       logger,
@@ -105,6 +120,7 @@ export async function startService(
       corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
+      drainDeadlineMs: options.drainDeadlineMs,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
@@ -133,6 +149,13 @@ export async function startService(
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
 
+    // Closing at once ends a shutdown's delay too.
+    const delay = new AbortController()
+    const close = () => {
+      shuttingDown = true
+      delay.abort()
+      return releasers.releaseAll()
+    }
     return {
       app,
       feed,
@@ -140,10 +163,21 @@ export async function startService(
       url,
       localIssuer,
       started,
-      async close() {
+      async shutdown({ delayMs }) {
         shuttingDown = true
-        await releasers.releaseAll()
+        if (delayMs > 0) {
+          logger.info(
+            { delayMs },
+            `/readyz answers 503; serving on for ${delayMs / 1000} s, then draining`,
+          )
+          await sleep(delayMs, undefined, { signal: delay.signal }).catch(() => {})
+        }
+        if (!delay.signal.aborted) {
+          logger.info('draining: event streams end, the listener closes, requests in flight finish')
+        }
+        await close()
       },
+      close,
     }
   } catch (error) {
     await releasers.releaseAll()

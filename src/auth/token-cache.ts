@@ -1,18 +1,22 @@
 import { LRUCache } from 'lru-cache'
-import type { VerifiedCaller } from './verified-caller.js'
 
-interface CacheEntry {
+/** What the cache keeps per token: anything that knows when the token expires. */
+interface Expiring {
+  readonly expiresAtMs: number
+}
+
+interface CacheEntry<Caller> {
   /** The whole token: a lookup hits only when it is this very token. */
   readonly token: string
-  readonly caller: VerifiedCaller
+  readonly caller: Caller
   /** The header kid that verified it (undefined: the token named none). */
   readonly kid: string | undefined
 }
 
-export interface TokenCache {
+export interface TokenCache<Caller> {
   /** The cached caller, or undefined; never one whose token has expired, never another token's. */
-  get(token: string): VerifiedCaller | undefined
-  remember(token: string, caller: VerifiedCaller, kid: string | undefined): void
+  get(token: string): Caller | undefined
+  remember(token: string, caller: Caller, kid: string | undefined): void
   /** Drops the tokens verified by keys that left the key set; returns how many. */
   dropVerifiedBy(removedKids: ReadonlySet<string>): number
 }
@@ -22,7 +26,7 @@ export interface TokenCache {
  * signature (an RS256 signature has 342 characters, ES256 86), so 43 of them
  * (256 bits) tell tokens apart. A map keyed by the whole token (a KiB or
  * more) would hash every request's fresh header string in full; this key
- * costs a short hash and one string comparison (the bench shows the cost).
+ * costs a short hash and one string comparison.
  */
 const KEY_CHARS = 43
 
@@ -40,12 +44,15 @@ function cacheKeyOf(token: string): string {
  * a miss and leaves the entry in place; remembering the newer token replaces
  * the older one, which is verified again on its next use.
  */
-export function createTokenCache(options: { max: number; now: () => number }): TokenCache {
+export function createTokenCache<Caller extends Expiring>(options: {
+  max: number
+  now: () => number
+}): TokenCache<Caller> {
   const { now } = options
   // No TTL in the cache itself: `get` checks exp on its own clock, which spares the cache a
   // clock reading and an age update on every hit; an expired entry goes when it is next
   // asked for, or when the least recently used ones make room.
-  const cache = new LRUCache<string, CacheEntry>({ max: options.max })
+  const cache = new LRUCache<string, CacheEntry<Caller>>({ max: options.max })
   return {
     get(token) {
       const key = cacheKeyOf(token)

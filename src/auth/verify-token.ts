@@ -13,24 +13,28 @@ import {
   MAX_TOKEN_CHARS,
   splitSignedSegments,
 } from './token-segments.js'
-import { buildVerifiedCaller, type VerifiedCaller } from './verified-caller.js'
+import { readVerifiedClaims, type VerifiedClaims } from './verified-claims.js'
 
 export { AuthError } from './errors.js'
-export type { VerifiedCaller } from './verified-caller.js'
 
-export interface TokenVerifier {
+export interface TokenVerifier<Caller> {
   /**
-   * The hot path, one cache lookup either way: the cached caller at once
-   * (counts a hit; no promise, no microtask), else the verification under way
-   * (counts a miss and the verification result; rejects with AuthError only).
+   * The token's caller: from the cache when the token was verified before
+   * (counts a hit), else verified now (counts a miss and the verification's
+   * result). Rejects with AuthError only.
    */
-  authenticate(token: string): VerifiedCaller | Promise<VerifiedCaller>
+  authenticate(token: string): Promise<Caller>
   /** Stops timers and aborts key fetches in flight. */
   close(): void
 }
 
-export interface TokenVerifierOptions {
+export interface TokenVerifierOptions<Caller> {
   oidc: OidcConfig
+  /**
+   * What the request path keeps of a verified token: made once per token
+   * from its claims, and cached with it for as long as the token is.
+   */
+  toCaller: (claims: VerifiedClaims) => Caller
   cacheMax: number
   failureLog: boolean
   logger: Logger
@@ -61,11 +65,13 @@ const ACCEPTED_HEADER_TYPES = new Set(['jwt', 'at+jwt', 'application/jwt', 'appl
 /** Keycloak marks access tokens `Bearer`; ID tokens say `ID` and refresh tokens `Refresh`. */
 const ACCESS_TOKEN_TYPE = 'Bearer'
 
-export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
-  const { oidc, metrics } = options
+export function createTokenVerifier<Caller extends { readonly expiresAtMs: number }>(
+  options: TokenVerifierOptions<Caller>,
+): TokenVerifier<Caller> {
+  const { oidc, metrics, toCaller } = options
   const now = options.now ?? Date.now
   const logger = options.logger.child({ component: 'auth' })
-  const cache = createTokenCache({ max: options.cacheMax, now })
+  const cache = createTokenCache<Caller>({ max: options.cacheMax, now })
   const keyStore = createKeyStore({
     oidc,
     fetchImpl: options.fetchImpl ?? fetch,
@@ -84,8 +90,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     currentDate: new Date(now()),
   })
 
-  function readCache(token: string): VerifiedCaller | undefined {
-    if (token.length > MAX_TOKEN_CHARS) return undefined
+  function readCache(token: string): Caller | undefined {
     const caller = cache.get(token)
     if (caller === undefined) return undefined
     metrics.tokenCache.inc({ result: 'hit' })
@@ -102,7 +107,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     return current
   }
 
-  async function verifyUncached(token: string): Promise<VerifiedCaller> {
+  async function verifyUncached(token: string): Promise<Caller> {
     const { payload: payloadSegment, header } = readHeader(token)
     try {
       const kid = checkHeader(header)
@@ -118,10 +123,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         keySet = refetched
         payload = await verifySignedToken(token, keySet, verifyOptionsNow())
       }
-      // jose's decoder also takes padding and whitespace, which this service has always refused.
+      // jose's decoder also takes padding and whitespace, which compact JWTs never hold (RFC 7515).
       if (!isBase64urlSegment(payloadSegment)) throw malformedPayload()
       checkAccessTokenClaims(payload)
-      const caller = buildVerifiedCaller(payload, oidc.rolesPaths)
+      const caller = toCaller(readVerifiedClaims(payload, oidc.rolesPaths))
       if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
       return caller
     } catch (error) {
@@ -133,7 +138,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     }
   }
 
-  async function verifyAndCount(token: string): Promise<VerifiedCaller> {
+  async function verifyAndCount(token: string): Promise<Caller> {
     metrics.tokenCache.inc({ result: 'miss' })
     try {
       const caller = await verifyUncached(token)
@@ -148,7 +153,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
 
   return {
-    authenticate(token) {
+    async authenticate(token) {
       return readCache(token) ?? verifyAndCount(token)
     },
 
@@ -172,8 +177,8 @@ function buildVerifyOptions(oidc: OidcConfig): Readonly<JWTVerifyOptions> {
 }
 
 /**
- * The first refusals, in the order they always had: an oversized token, then
- * one that is not three segments with a JSON header. Decodes the header only:
+ * The first refusals: an oversized token (never parsed further), then one
+ * that is not three segments with a JSON header. Decodes the header only:
  * the payload is jose's to parse, and decoded here only when verification fails.
  */
 function readHeader(token: string): { header: JsonObject; payload: string | undefined } {

@@ -1,6 +1,6 @@
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
 import { readAppDefinitions } from '../definitions/app-definitions.js'
 import { toDefinitionsFile } from '../definitions/to-definitions-file.js'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 import type { CommandContext } from './command-context.js'
 import { withDatabase } from './with-database.js'
 

@@ -6,6 +6,7 @@
 import pino from 'pino'
 import { type Config, loadConfig } from '../config/config.js'
 import { ConfigError } from '../config/variables.js'
+import { isEmbeddedPostgresInstalled } from '../embedded/embedded.js'
 import type { CommandContext } from './command-context.js'
 import { runExport } from './export-command.js'
 import { runImport } from './import-command.js'
@@ -41,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let config: Config
   try {
-    config = loadConfig()
+    config = loadConfig(process.env, { databaseUrlRequired: !isEmbeddedPostgresInstalled() })
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`shell-data: ${error.message}\n`)

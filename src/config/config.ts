@@ -1,4 +1,3 @@
-import { isEmbeddedPostgresInstalled } from '../embedded/postgres-runtime.js'
 import { isLoopback } from './host-address.js'
 import {
   ConfigError,
@@ -63,6 +62,12 @@ export interface Config {
   readonly feedDatabaseUrl: string | null
   /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
   readonly migrate: 'auto' | 'off'
+  /**
+   * Seconds the instance goes on serving after SIGTERM, with /readyz at 503,
+   * before it drains: the time a load balancer or Kubernetes' endpoints take
+   * to stop sending it requests. 0: drain at once.
+   */
+  readonly shutdownDelayS: number
   /** Null in local mode, where the service is its own issuer. */
   readonly oidc: OidcConfig | null
   /** Log one warn line per failed token verification (rate-limited). */
@@ -82,11 +87,23 @@ export interface Config {
   readonly eventStreamsMax: number
 }
 
+/** What the installation, not the environment, decides about the settings. */
+export interface Installation {
+  /**
+   * No embedded PostgreSQL is installed (the production file set, the Docker
+   * image): DATABASE_URL cannot be left unset.
+   */
+  readonly databaseUrlRequired: boolean
+}
+
 /** Reads and checks every setting once; throws ConfigError naming the first bad variable. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(
+  env: Env = process.env,
+  installation: Installation = { databaseUrlRequired: false },
+): Config {
   const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
   // First: in the Docker image, which has no PostgreSQL binaries, this is the mistake to name.
-  if (databaseUrl === null && !isEmbeddedPostgresInstalled()) {
+  if (databaseUrl === null && installation.databaseUrlRequired) {
     throw new ConfigError(
       'DATABASE_URL',
       'is required: this installation has no embedded PostgreSQL',
@@ -111,6 +128,9 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     feedDatabaseUrl,
     migrate: readChoice(env, 'MIGRATE', ['auto', 'off'] as const, 'auto'),
+    // Ten minutes is past any load balancer's health checks; a larger value is
+    // more likely milliseconds written as seconds than a wish.
+    shutdownDelayS: readInt(env, 'SHUTDOWN_DELAY_S', 5, 0, 600),
     oidc,
     authFailureLog: readBoolean(env, 'AUTH_FAILURE_LOG', true),
     tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),

@@ -1,5 +1,3 @@
-import type { Sql } from './connect.js'
-import { selectColumns } from './select-columns.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,
@@ -8,7 +6,9 @@ import {
   MENU_ITEM_COLUMNS,
   type MenuKind,
   type Zone,
-} from './vocabulary.js'
+} from '../domain/vocabulary.js'
+import type { Sql } from './connect.js'
+import { selectColumns } from './select-columns.js'
 
 /** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
 export interface AppRow {

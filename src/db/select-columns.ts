@@ -1,5 +1,5 @@
+import { type ColumnMap, ID_COLUMNS, INSTANT_COLUMNS } from '../domain/vocabulary.js'
 import type postgres from './postgres-driver.js'
-import { type ColumnMap, ID_COLUMNS, INSTANT_COLUMNS } from './vocabulary.js'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 
@@ -7,7 +7,7 @@ type Fragment = postgres.PendingQuery<postgres.Row[]>
  * The select list of a table's columns, each named by its field:
  * `"t"."app_key" as "appKey", "t"."id"::text as "id", …`. Built from
  * identifiers and fragments, never from strings, so the column map of
- * src/vocabulary.ts is the only spelling; ids come as decimal strings.
+ * domain/vocabulary.ts is the only spelling; ids come as decimal strings.
  */
 export function selectColumns(
   sql: postgres.Sql | postgres.TransactionSql,

@@ -11,7 +11,7 @@ import {
   mapZones,
   ZONES,
   type Zone,
-} from '../db/vocabulary.js'
+} from '../domain/vocabulary.js'
 import { formatInstant } from './instants.js'
 import { planAppChange } from './plan-app-change.js'
 import { sortLabels } from './sort-labels.js'

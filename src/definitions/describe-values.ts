@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
-import { compareCodeUnits } from '../db/vocabulary.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 
 /**
  * Values as a dry run prints them to a person reviewing a change: text

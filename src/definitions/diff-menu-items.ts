@@ -1,4 +1,4 @@
-import { ZONES, type Zone } from '../db/vocabulary.js'
+import { ZONES, type Zone } from '../domain/vocabulary.js'
 import {
   type Describers,
   describeEntryChanges,

@@ -1,4 +1,4 @@
-import { DEFAULT_LOCALE, ZONES } from '../db/vocabulary.js'
+import { DEFAULT_LOCALE, ZONES } from '../domain/vocabulary.js'
 import { parseInstant } from './instants.js'
 import { formatKey } from './json-path.js'
 import type { DefinitionProblem } from './types.js'

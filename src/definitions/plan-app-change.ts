@@ -1,4 +1,4 @@
-import { mapZones } from '../db/vocabulary.js'
+import { mapZones } from '../domain/vocabulary.js'
 import {
   type Describers,
   describeEntryChanges,

@@ -5,7 +5,7 @@ import {
   LANGUAGE_TAG_PATTERN,
   MENU_KINDS,
   mapZones,
-} from '../db/vocabulary.js'
+} from '../domain/vocabulary.js'
 
 /**
  * JSON Schema of the app definitions file: the import format, the export

@@ -1,4 +1,4 @@
-import { DEFAULT_LOCALE, ZONES } from '../db/vocabulary.js'
+import { DEFAULT_LOCALE, ZONES } from '../domain/vocabulary.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from './types.js'
 
 /** The export format: defaults left out, so a file reads like a hand-written one. */

@@ -1,5 +1,5 @@
 import type { BrandingRow } from '../db/read-snapshot-rows.js'
-import type { MenuKind, Zone } from '../db/vocabulary.js'
+import type { MenuKind, Zone } from '../domain/vocabulary.js'
 
 /**
  * One app as the import command applies it and the export command prints it,

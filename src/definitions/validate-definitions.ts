@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../db/vocabulary.js'
+import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../domain/vocabulary.js'
 import {
   findBadWindows,
   findDuplicateItemIds,

@@ -1,29 +1,29 @@
 import { Readable } from 'node:stream'
 import type { Logger } from 'pino'
-import type { VerifiedCaller } from '../auth/verify-token.js'
-import { type Coding, negotiateCoding } from '../http/accept-encoding.js'
-import { representationTag } from '../http/coded-body.js'
+import type { Coding } from '../http/accept-encoding.js'
+import { representationTag } from '../http/representation.js'
 import type { Metrics, StreamEndReason } from '../metrics.js'
+import type { Caller } from '../snapshot/caller.js'
+import { buildShellResponse } from '../snapshot/shell-response.js'
 import type { AppView, SnapshotSource } from '../snapshot/types.js'
 import { formatGoneEvent, formatShellEvent, KEEP_ALIVE_COMMENT } from './sse-text.js'
 
 export interface OpenStreamRequest {
-  readonly appKey: string
-  readonly caller: VerifiedCaller
-  readonly acceptLanguage: string | undefined
-  /** The tags events carry are those a GET with this Accept-Encoding returns. */
-  readonly acceptEncoding: string | undefined
+  /** The app's view in the snapshot in service. */
+  readonly view: AppView
+  readonly caller: Caller
+  /** The caller's language ranges (Accept-Language), kept to choose again when the app's languages change. */
+  readonly languages: readonly string[]
+  /** The coding a GET with the stream request's Accept-Encoding is sent in: its tag is the events'. */
+  readonly coding: Coding
   readonly lastEventId: string | undefined
 }
 
 export interface EventStreams {
   /** Why a stream cannot open now (shutting down, or the limit reached), else undefined. */
   refusal(): 'closing' | 'full' | undefined
-  /**
-   * Starts a stream on the app of the snapshot in service: its body, for the
-   * reply to send (its first event is in it already), and its language.
-   */
-  open(request: OpenStreamRequest): { readonly body: Readable; readonly locale: string }
+  /** Starts a stream: its body, for the reply to send, its first event in it already. */
+  open(request: OpenStreamRequest): Readable
   /** Ends every stream and refuses new ones: shutdown. */
   close(): void
 }
@@ -54,10 +54,8 @@ interface EventStream {
   /** The body of the stream's reply: what is pushed here goes to the client. */
   readonly output: Readable
   readonly appKey: string
-  readonly caller: VerifiedCaller
-  /** Kept to choose the locale again when the app's languages change. */
-  readonly acceptLanguage: string | undefined
-  /** What a GET with the stream request's Accept-Encoding is sent in: its tag is the events'. */
+  readonly caller: Caller
+  readonly languages: readonly string[]
   readonly coding: Coding
   /** The app's view the stream's tag was last taken from, and that tag. */
   view: AppView
@@ -168,18 +166,15 @@ export function createEventStreams(deps: {
     },
 
     open(request) {
-      const { appKey, caller, acceptLanguage } = request
-      const coding = negotiateCoding(request.acceptEncoding)
-      const view = snapshots.current()?.app(appKey)
-      // The route found the app a moment ago, in the same turn of the event loop.
-      if (view === undefined) throw new Error(`no app "${appKey}"`)
+      const { view, caller, languages, coding } = request
+      const appKey = view.key
       // Events are pushed as they come; the reply reads them as the socket takes them.
       const output = new Readable({ read() {} })
       const stream: EventStream = {
         output,
         appKey,
         caller,
-        acceptLanguage,
+        languages,
         coding,
         view,
         tag: '',
@@ -205,7 +200,7 @@ export function createEventStreams(deps: {
       const untilExpiryMs = Math.min(Math.max(caller.expiresAtMs - Date.now(), 0), 2 ** 31 - 1)
       stream.expiry = setTimeout(() => endStream(stream, 'expired'), untilExpiryMs).unref()
       keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
-      return { body: output, locale: view.localeFor(acceptLanguage) }
+      return output
     },
 
     close() {
@@ -223,11 +218,10 @@ export function createEventStreams(deps: {
 
 /**
  * The ETag (without its quotes) that a GET of the shell, with the stream
- * request's headers, would give the stream's caller now. An event stream is
- * never compressed itself.
+ * request's headers, would give the stream's caller now: the same response,
+ * made by the same module, in the same coding. An event stream is never
+ * compressed itself.
  */
-function tagOf({ view, caller, acceptLanguage, coding }: EventStream): string {
-  const variant = view.variant(caller, view.localeFor(acceptLanguage))
-  const length = variant.head.length + caller.userBlock.length + variant.tail.length
-  return representationTag(`${variant.tag}.${caller.userTag}`, coding, length)
+function tagOf({ view, caller, languages, coding }: EventStream): string {
+  return representationTag(buildShellResponse(view, caller, view.localeFor(languages)), coding)
 }

@@ -1,13 +1,8 @@
-import { memoizeHeader } from './header-memo.js'
-
 /** The content codings the service sends; `identity` is the body as it is. */
 export type Coding = 'br' | 'gzip' | 'identity'
 
 /** Below the least weight a header can give (0.001): acceptable, and last. */
 const UNNAMED_IDENTITY_WEIGHT = 0.0001
-
-/** On equal `q`, in this order: the smallest bytes first. */
-const PREFERENCE: readonly Coding[] = ['br', 'gzip', 'identity']
 
 /**
  * `coding [ OWS ";" OWS "q=" qvalue ]` (RFC 9110 sections 12.5.3, 12.4.2):
@@ -17,20 +12,17 @@ const PREFERENCE: readonly Coding[] = ['br', 'gzip', 'identity']
 const CODING_WITH_WEIGHT =
   /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:[ \t]*;[ \t]*[qQ]=(0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?))?$/
 
+/** Every coding the service sends, identity included. */
+export const CODINGS: readonly Coding[] = ['br', 'gzip', 'identity']
+
 /**
  * The coding to send for an `Accept-Encoding` header: among `br`, `gzip`
  * and `identity`, the one with the highest `q` (on equal `q`, br, then
  * gzip); `*` stands for any coding the header does not name; `q=0` never;
  * identity not named (nor by `*`) comes after every coding named.
- * Nothing acceptable, no header, or a header that does not parse: identity.
- * Worked out once per header value (http/header-memo.ts).
+ * Nothing acceptable, or a header that does not parse: identity.
  */
-export const negotiateCoding: (header: string | undefined) => Coding = (() => {
-  const memo = memoizeHeader(chooseCoding)
-  return (header) => (header === undefined ? 'identity' : memo(header))
-})()
-
-function chooseCoding(header: string): Coding {
+export function negotiateCoding(header: string): Coding {
   const weights = new Map<string, number>()
   for (const element of header.split(',')) {
     const text = element.trim()
@@ -47,7 +39,8 @@ function chooseCoding(header: string): Coding {
     weights.get(coding) ?? any ?? (coding === 'identity' ? UNNAMED_IDENTITY_WEIGHT : 0)
   let best: Coding = 'identity'
   let bestWeight = 0
-  for (const coding of PREFERENCE) {
+  // On equal `q`, in CODINGS' order: the smallest bytes first.
+  for (const coding of CODINGS) {
     const weight = weightOf(coding)
     if (weight > bestWeight) {
       best = coding

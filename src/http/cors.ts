@@ -1,10 +1,17 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { API_PREFIX } from './api-conventions.js'
 import { sendProblem } from './problem.js'
 
 /**
  * CORS for pages on the listed origins (CORS_ORIGINS) that call the API from
  * a browser. Built only when origins are listed: without them no hook runs
- * and `OPTIONS` stays a 405 like every other method.
+ * and `OPTIONS` stays a 405 like every other method. Only API paths: probes,
+ * metrics and the local issuer serve servers, not pages.
+ *
+ * Not @fastify/cors: it lets an unlisted origin's preflight through to the
+ * route instead of refusing it with 403, cannot mark the answers fastify
+ * sends without running hooks (a URL it cannot decode), and reads the
+ * route's options on every request, CORS or not.
  */
 export interface Cors {
   /** The hook on every request: answers preflights, and marks the responses to listed origins. */
@@ -12,9 +19,6 @@ export interface Cors {
   /** The same marks, for the responses fastify sends without running hooks (a URL it cannot route). */
   addHeaders(request: FastifyRequest, reply: FastifyReply): void
 }
-
-/** Every API path, present and future; probes, metrics and the local issuer serve servers, not pages. */
-const API_PREFIX = '/api/v1/'
 
 /**
  * Response headers a page may read beyond the always-readable ones: the ETag
@@ -49,7 +53,7 @@ const PREFLIGHT_HEADERS = {
 
 /**
  * `origins` are exact and already serialized as browsers send them
- * (config-variables.ts), so a request is matched by one Set look-up of its `Origin`
+ * (config/variables.ts), so a request is matched by one Set look-up of its `Origin`
  * header as is: `http://` for an `https://` origin, another port, a longer
  * host and `null` are simply other strings.
  */

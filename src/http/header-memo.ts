@@ -1,21 +1,22 @@
+/** Distinct values kept per header: browsers send a handful, so these are far more. */
+const MAX_VALUES = 64
+/** Values kept at most this long: real headers are far shorter. */
+const MAX_VALUE_CHARS = 256
+
 /**
- * What each value of a request header gave, remembered: browsers send a
- * handful of distinct values, so each is worked out once. A flood of
- * distinct values (junk, or an attacker's) pushes the oldest out instead of
- * growing the memory, and a value longer than any a browser sends is worked
- * out every time, never kept.
+ * What each value of a request header gave, remembered, so that each is
+ * worked out once. A flood of distinct values (junk, or an attacker's)
+ * pushes the oldest out instead of growing the memory, and a value longer
+ * than any a browser sends is worked out every time, never kept.
  */
-export function memoizeHeader<T>(
-  compute: (value: string) => T,
-  limits: { readonly maxValues: number; readonly maxChars: number } = DEFAULT_LIMITS,
-): (value: string) => T {
+export function memoizeHeader<T>(compute: (value: string) => T): (value: string) => T {
   const remembered = new Map<string, T>()
   return (value) => {
     const known = remembered.get(value)
     if (known !== undefined) return known
     const result = compute(value)
-    if (value.length <= limits.maxChars) {
-      if (remembered.size >= limits.maxValues) {
+    if (value.length <= MAX_VALUE_CHARS) {
+      if (remembered.size >= MAX_VALUES) {
         const oldest = remembered.keys().next().value
         if (oldest !== undefined) remembered.delete(oldest)
       }
@@ -24,6 +25,3 @@ export function memoizeHeader<T>(
     return result
   }
 }
-
-/** Real headers are far shorter and far fewer than this. */
-const DEFAULT_LIMITS = { maxValues: 64, maxChars: 256 }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { isLoopback } from '../config/host-address.js'
+import { firstHeaderValue } from './header-values.js'
 import { sendProblem } from './problem.js'
 
 /**
@@ -28,16 +29,16 @@ export interface LocalRequestFacts {
  */
 export function findLocalSameOriginViolation(request: LocalRequestFacts): string | undefined {
   if (!isLoopbackAddress(request.remoteAddress)) return 'local-mode helpers answer loopback only'
-  const host = firstValue(request.headers.host)
+  const host = firstHeaderValue(request.headers.host)
   const hostname = host === undefined ? undefined : readHostname(host)
   if (hostname === undefined || !isLoopback(hostname))
     return 'the Host header must name this machine (localhost or a loopback address)'
-  if (firstValue(request.headers[LOCAL_PAGE_HEADER]) === undefined)
+  if (firstHeaderValue(request.headers[LOCAL_PAGE_HEADER]) === undefined)
     return `the ${LOCAL_PAGE_HEADER} header is required`
-  const origin = firstValue(request.headers.origin)
+  const origin = firstHeaderValue(request.headers.origin)
   if (origin !== undefined && origin !== `http://${host}`)
     return 'only the preview page of this service may ask'
-  const site = firstValue(request.headers['sec-fetch-site'])
+  const site = firstHeaderValue(request.headers['sec-fetch-site'])
   if (site !== undefined && site !== 'same-origin')
     return 'only the preview page of this service may ask'
   return undefined
@@ -69,8 +70,4 @@ function readHostname(host: string): string | undefined {
   } catch {
     return undefined
   }
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  return Array.isArray(header) ? header[0] : header
 }

@@ -10,8 +10,6 @@ import type { FastifySchemaCompiler } from 'fastify'
  * This one takes the JSON body as sent: a value of the wrong type, or a
  * property the schema does not list, is a 400.
  */
-const ajv = new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false })
-
 /** A route's `validatorCompiler` for a JSON body its schema must describe exactly. */
 export const compileStrictJsonBody: FastifySchemaCompiler<object> = ({ schema }) =>
-  ajv.compile(schema)
+  new Ajv({ coerceTypes: false, removeAdditional: false, useDefaults: false }).compile(schema)

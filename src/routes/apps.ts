@@ -1,6 +1,19 @@
 import type { FastifyInstance } from 'fastify'
-import { authenticateThen } from './authenticate.js'
-import { BEARER_TOKEN, documentRequest, INVENTORY_REQUEST_HEADERS } from './documented-requests.js'
+import { CODINGS } from '../http/accept-encoding.js'
+import {
+  type ApiRouteDeps,
+  JSON_CONTENT_TYPE,
+  PRIVATE_NO_CACHE,
+  VARY_BY_CALLER,
+  varyHook,
+} from '../http/api-conventions.js'
+import { findSnapshot } from '../http/app-lookup.js'
+import { sendRepresentation } from '../http/send-representation.js'
+import {
+  BEARER_TOKEN,
+  documentRequest,
+  INVENTORY_REQUEST_HEADERS,
+} from '../openapi/documented-requests.js'
 import {
   CHALLENGE_HEADERS,
   INVENTORY_BODY_HEADERS,
@@ -10,26 +23,34 @@ import {
   OTHER_ERRORS,
   problemResponse,
   RETRY_AFTER_HEADERS,
-} from './documented-responses.js'
-import { appsBodySchema } from './response-schemas.js'
-import {
-  type ApiRouteDeps,
-  sendNotReady,
-  sendTagged,
-  setVary,
-  VARY_BY_CALLER,
-} from './tagged-response.js'
+} from '../openapi/documented-responses.js'
+import { appsBodySchema } from '../openapi/response-schemas.js'
 
-/** `GET /api/v1/apps`: the registered apps, rendered with their tag when the snapshot was built. */
+/**
+ * `GET /api/v1/apps`: the registered apps, rendered with the snapshot. Its
+ * codings are made as each snapshot comes into service, not on a request:
+ * with thousands of apps, compressing the inventory takes a millisecond.
+ */
 export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
-  const { verifier, snapshots } = deps
-  const onRequest = setVary(VARY_BY_CALLER, deps.varyByOrigin)
-  app.get('/api/v1/apps', { schema: appsSchema, config: appsConfig, onRequest }, (request, reply) =>
-    authenticateThen(verifier, request.headers.authorization, reply, () => {
-      const snapshot = snapshots.current()
-      if (snapshot === undefined) return sendNotReady(reply, snapshots.notReadyReason())
-      return sendTagged(request, reply, snapshot.appsInventory)
-    }),
+  const { snapshots, negotiation, representations } = deps
+  snapshots.onSwap((snapshot) => {
+    for (const coding of CODINGS) representations.representationOf(snapshot.appsInventory, coding)
+  })
+  app.get(
+    '/api/v1/apps',
+    {
+      schema: appsSchema,
+      config: appsConfig,
+      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.authenticate],
+    },
+    (request, reply) => {
+      const snapshot = findSnapshot(snapshots, reply)
+      if (snapshot === undefined) return reply
+      const coding = negotiation.coding(request.headers['accept-encoding'])
+      const representation = representations.representationOf(snapshot.appsInventory, coding)
+      reply.header('cache-control', PRIVATE_NO_CACHE)
+      return sendRepresentation(request, reply, representation, JSON_CONTENT_TYPE)
+    },
   )
 }
 

@@ -1,14 +1,20 @@
 import type { FastifyInstance } from 'fastify'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
+import {
+  type ApiRouteDeps,
+  VARY_BY_CALLER_AND_LANGUAGE,
+  varyHook,
+} from '../http/api-conventions.js'
+import { findAppView, rejectImpossibleAppKey } from '../http/app-lookup.js'
+import { firstHeaderValue } from '../http/header-values.js'
 import { sendProblem } from '../http/problem.js'
-import { answerAppRequest } from './app-request.js'
 import {
   APP_KEY_PARAMS,
   BEARER_TOKEN,
   documentRequest,
   EVENTS_REQUEST_HEADERS,
-} from './documented-requests.js'
+} from '../openapi/documented-requests.js'
 import {
   CHALLENGE_HEADERS,
   EVENT_STREAM_HEADERS,
@@ -16,19 +22,18 @@ import {
   problemResponse,
   RETRY_AFTER_HEADERS,
   textResponse,
-} from './documented-responses.js'
-import { type ApiRouteDeps, setVary, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
+} from '../openapi/documented-responses.js'
 
 /**
  * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
- * caller's shell ETag. The same token, language and errors as the shell;
+ * caller's shell ETag. The same hooks, language and errors as the shell;
  * the stream's body is written by `streams` for as long as it is open.
  */
 export function registerEventRoutes(
   app: FastifyInstance,
   deps: ApiRouteDeps & { readonly streams: EventStreams },
 ): void {
-  const { streams } = deps
+  const { snapshots, negotiation, streams } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     {
@@ -45,45 +50,46 @@ export function registerEventRoutes(
         timedToHead: true,
       },
       // The events' tags depend on Accept-Encoding, as a GET's ETag does.
-      onRequest: setVary(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+      onRequest: [
+        varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+        rejectImpossibleAppKey,
+        deps.authenticate,
+      ],
     },
-    (request, reply) =>
-      answerAppRequest(deps, request, reply, ({ caller, view }) => {
-        const refusal = streams.refusal()
-        if (refusal !== undefined) {
-          return sendProblem(
-            reply,
-            'streamsFull',
-            refusal === 'closing'
-              ? 'the instance is shutting down; reconnect'
-              : 'this instance holds as many event streams as it may; reconnect later',
-            { 'retry-after': String(STREAMS_FULL_RETRY_AFTER_S) },
-          )
-        }
-        const acceptLanguage = request.headers['accept-language']
-        reply
-          .header('cache-control', 'no-cache')
-          // nginx and its kin buffer responses unless told not to; an event must not wait.
-          .header('x-accel-buffering', 'no')
-          .type(EVENT_STREAM_CONTENT_TYPE)
-        // HEAD learns what a GET would start, without a stream to hold open.
-        if (request.method === 'HEAD') {
-          return reply.header('content-language', view.localeFor(acceptLanguage)).send()
-        }
-        const { body, locale } = streams.open({
-          appKey: view.key,
-          caller,
-          acceptLanguage,
-          acceptEncoding: request.headers['accept-encoding'],
-          lastEventId: firstValue(request.headers['last-event-id']),
-        })
-        return reply.header('content-language', locale).send(body)
-      }),
+    (request, reply) => {
+      const view = findAppView(snapshots, request, reply)
+      if (view === undefined) return reply
+      const refusal = streams.refusal()
+      if (refusal !== undefined) {
+        return sendProblem(
+          reply,
+          'streamsFull',
+          refusal === 'closing'
+            ? 'the instance is shutting down; reconnect'
+            : 'this instance holds as many event streams as it may; reconnect later',
+          { 'retry-after': String(STREAMS_FULL_RETRY_AFTER_S) },
+        )
+      }
+      const { headers } = request
+      const languages = negotiation.languages(headers['accept-language'])
+      reply
+        .header('cache-control', 'no-cache')
+        // nginx and its kin buffer responses unless told not to; an event must not wait.
+        .header('x-accel-buffering', 'no')
+        .header('content-language', view.localeFor(languages))
+        .type(EVENT_STREAM_CONTENT_TYPE)
+      // HEAD learns what a GET would start, without a stream to hold open.
+      if (request.method === 'HEAD') return reply.send()
+      const body = streams.open({
+        view,
+        caller: request.caller,
+        languages,
+        coding: negotiation.coding(headers['accept-encoding']),
+        lastEventId: firstHeaderValue(headers['last-event-id']),
+      })
+      return reply.send(body)
+    },
   )
-}
-
-function firstValue(header: string | string[] | undefined): string | undefined {
-  return Array.isArray(header) ? header[0] : header
 }
 
 const eventResponses = {

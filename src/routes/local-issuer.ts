@@ -3,6 +3,7 @@ import { LOCAL_JWKS_PATH, type LocalIssuer } from '../auth/local-issuer.js'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
 import { problemSchema } from '../http/problem.js'
 import { compileStrictJsonBody } from '../http/strict-json-body.js'
+import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 
 /**
  * Seconds a preview token lives: long enough for a few minutes of clicking,
@@ -19,7 +20,7 @@ export const PREVIEW_TOKEN_TTL_S = 300
  * whoever is previewed; only the sub, on which rollouts depend, changes.
  */
 const PREVIEW_USER = { username: 'preview', name: 'Preview User' } as const
-/** The user id when the page names none, as before it could name one. */
+/** The user id when the page names none. */
 export const DEFAULT_PREVIEW_SUB = 'preview-user'
 
 /**
@@ -31,10 +32,12 @@ export function registerLocalIssuerRoutes(
   deps: { localIssuer: LocalIssuer },
 ): void {
   const { localIssuer } = deps
-  app.get('/local-issuer/.well-known/openid-configuration', { schema: HIDDEN }, async () =>
+  app.get('/local-issuer/.well-known/openid-configuration', { schema: NOT_DOCUMENTED }, async () =>
     localIssuer.discoveryDocument(),
   )
-  app.get(`/local-issuer${LOCAL_JWKS_PATH}`, { schema: HIDDEN }, async () => localIssuer.jwks())
+  app.get(`/local-issuer${LOCAL_JWKS_PATH}`, { schema: NOT_DOCUMENTED }, async () =>
+    localIssuer.jwks(),
+  )
 
   // A token for a chosen user id and roles, to the preview page of this service
   // only: a page of another site in the same browser must not get one.
@@ -44,7 +47,11 @@ export function registerLocalIssuerRoutes(
       onRequest: refuseUnlessLocalSameOrigin,
       bodyLimit: 16 * 1024,
       validatorCompiler: compileStrictJsonBody,
-      schema: { ...HIDDEN, body: previewTokenRequestSchema, response: previewTokenResponses },
+      schema: {
+        ...NOT_DOCUMENTED,
+        body: previewTokenRequestSchema,
+        response: previewTokenResponses,
+      },
     },
     async (request, reply) => {
       const token = await localIssuer.signToken({
@@ -95,10 +102,3 @@ const previewTokenResponses = {
   400: problemSchema,
   403: problemSchema,
 }
-
-/**
- * Left out of the OpenAPI document: these serve the service's own verifier in
- * local mode, are no part of the API, and would make the document differ
- * between local mode and production.
- */
-const HIDDEN = { hide: true }

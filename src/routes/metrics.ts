@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../metrics.js'
+import { NO_TOKEN } from '../openapi/documented-requests.js'
+import { OTHER_ERRORS, textResponse } from '../openapi/documented-responses.js'
 import type { SnapshotSource } from '../snapshot/types.js'
-import { NO_TOKEN } from './documented-requests.js'
-import { OTHER_ERRORS, textResponse } from './documented-responses.js'
 
 /** `GET /metrics`: Prometheus text format, no token (scrapers are admitted by network policy). */
 export function registerMetricsRoutes(

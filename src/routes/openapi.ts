@@ -1,57 +1,22 @@
-import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
-import { NO_TOKEN } from './documented-requests.js'
-import { jsonResponse, OTHER_ERRORS } from './documented-responses.js'
-import { JSON_CONTENT_TYPE } from './tagged-response.js'
+import { JSON_CONTENT_TYPE } from '../http/api-conventions.js'
+import { renderOpenApiDocument } from '../openapi/document.js'
+import { NO_TOKEN } from '../openapi/documented-requests.js'
+import { jsonResponse, OTHER_ERRORS } from '../openapi/documented-responses.js'
 
 /**
- * Declares the routes, then `GET /openapi.json`: the OpenAPI document that
- * @fastify/swagger generates from their schemas. The generator learns each
- * route as fastify declares it, so it must be loaded before the first one:
- * the routes go in a plugin registered after it, and fastify loads plugins in
- * order.
+ * `GET /openapi.json`: the document, rendered once every route is declared:
+ * the same bytes for every request, and a schema the generator cannot read
+ * stops the start rather than a request.
  */
-export function registerDocumentedRoutes(
-  app: FastifyInstance,
-  declareRoutes: (routes: FastifyInstance) => void,
-): void {
-  app.register(swagger, OPENAPI_OPTIONS)
-  app.register(async (routes) => {
-    declareRoutes(routes)
-    registerOpenApiRoute(routes)
-  })
-}
-
-function registerOpenApiRoute(app: FastifyInstance): void {
+export function registerOpenApiRoutes(app: FastifyInstance): void {
   let document: Buffer | undefined
-  // Once every route is declared: the same bytes for every request, and a
-  // schema the generator cannot read stops the start rather than a request.
   app.addHook('onReady', async () => {
-    document = Buffer.from(JSON.stringify(markOptionalHeaders(app.swagger())))
+    document = renderOpenApiDocument(app)
   })
   app.get('/openapi.json', { schema: openApiRoute }, (_request, reply) =>
     reply.header('content-type', JSON_CONTENT_TYPE).send(document),
   )
-}
-
-/**
- * Response headers sent only sometimes: said so in the document, which
- * @fastify/swagger cannot do from a route's schema.
- */
-const OPTIONAL_RESPONSE_HEADERS: ReadonlySet<string> = new Set(['Content-Encoding'])
-
-function markOptionalHeaders<T>(document: T): T {
-  const paths = (document as { paths?: Record<string, Record<string, unknown>> }).paths ?? {}
-  for (const operation of Object.values(paths).flatMap((path) => Object.values(path))) {
-    const responses = (operation as { responses?: Record<string, unknown> }).responses ?? {}
-    for (const response of Object.values(responses)) {
-      const headers = (response as { headers?: Record<string, { required?: boolean }> }).headers
-      for (const [name, header] of Object.entries(headers ?? {})) {
-        if (OPTIONAL_RESPONSE_HEADERS.has(name)) header.required = false
-      }
-    }
-  }
-  return document
 }
 
 const openApiRoute = {
@@ -64,40 +29,5 @@ const openApiRoute = {
       additionalProperties: true,
     }),
     default: OTHER_ERRORS,
-  },
-}
-
-const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
-  openapi: {
-    // 3.0 rather than 3.1: client generators support it best, some 3.0 only;
-    // @fastify/swagger turns the schemas' null types into its `nullable`.
-    openapi: '3.0.3',
-    info: {
-      title: 'Shell data service',
-      version: '1',
-      description: [
-        'Everything a front-end shell needs to draw the common page frame of a registered app, filtered to what the calling user may see.',
-        '',
-        'Every GET route also answers HEAD: the same status and headers, no body. Errors are RFC 9457 problem details (`application/problem+json`); no error echoes the token.',
-      ].join('\n'),
-    },
-    // Relative: the API is wherever this document was fetched from, whatever the host calls itself.
-    servers: [{ url: '/' }],
-    components: {
-      securitySchemes: {
-        bearer: {
-          type: 'http',
-          scheme: 'bearer',
-          bearerFormat: 'JWT',
-          description:
-            'An access token of the realm, signed with a key of its JWKS, for the audience the service accepts.',
-        },
-      },
-    },
-  },
-  // Shared schemas keep their own names (`menuItem`, `problem`) rather than def-0, def-1.
-  refResolver: {
-    buildLocalReference: (json, _baseUri, _fragment, index) =>
-      typeof json.$id === 'string' ? json.$id : `def-${index}`,
   },
 }

@@ -1,23 +1,17 @@
-import { readdirSync, readFileSync } from 'node:fs'
-import { extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import fastifyStatic from '@fastify/static'
 import type { FastifyInstance, FastifyReply } from 'fastify'
+import { findSnapshot } from '../http/app-lookup.js'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
-import { problemSchema, sendProblem } from '../http/problem.js'
+import { problemSchema } from '../http/problem.js'
+import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 import type { SnapshotSource } from '../snapshot/types.js'
-import { sendNotReady } from './tagged-response.js'
 
 /**
  * The preview page's files: `src/preview/` when run from the sources,
  * `dist/preview/` (copied there by `npm run build`) when run from the build.
  */
 const PREVIEW_DIR = fileURLToPath(new URL('../preview/', import.meta.url))
-
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-}
 
 /**
  * The page runs only its own files and talks only to this service; the
@@ -32,49 +26,38 @@ const PAGE_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-interface StaticFile {
-  readonly body: Buffer
-  readonly contentType: string
-}
-
 /**
  * Local mode: `GET /` draws any app's frame as a chosen user sees it, through
- * the API like any consumer; its scripts and styles under `/preview/`; and
+ * the API like any consumer; its scripts and styles under `/preview/`,
+ * served by @fastify/static (ETags, 304s, no path outside the folder); and
  * `GET /preview/granted-roles`, every app's granted roles, which the API does
- * not list and the page offers as its role picker.
+ * not list and the page offers as its role picker. None of it is in the
+ * OpenAPI document: a local-mode tool for people, no part of the API.
  */
-/**
- * Left out of the OpenAPI document: a local-mode tool for people, no part of
- * the API, whose presence would make the document differ from production's.
- */
-const HIDDEN = { hide: true }
-
 export function registerPreviewRoutes(
   app: FastifyInstance,
   deps: { snapshots: SnapshotSource },
 ): void {
-  const files = readPreviewFiles()
-  const page = files.get('index.html')
-  if (page === undefined) throw new Error(`the preview page is missing from ${PREVIEW_DIR}`)
-
-  app.get('/', { schema: HIDDEN }, (_request, reply) => sendStatic(reply, page))
-
-  app.get<{ Params: { file: string } }>('/preview/:file', { schema: HIDDEN }, (request, reply) => {
-    const file = files.get(request.params.file)
-    if (file === undefined || request.params.file === 'index.html')
-      return sendProblem(reply, 'notFound', 'no such file of the preview page')
-    return sendStatic(reply, file)
+  app.register(fastifyStatic, {
+    root: PREVIEW_DIR,
+    prefix: '/preview/',
+    index: false,
+    // Its own Cache-Control would let a browser keep an old page script for a while.
+    cacheControl: false,
+    setHeaders: setPageHeaders,
   })
+
+  app.get('/', { schema: NOT_DOCUMENTED }, (_request, reply) => reply.sendFile('index.html'))
 
   app.get(
     '/preview/granted-roles',
     {
       onRequest: refuseUnlessLocalSameOrigin,
-      schema: { ...HIDDEN, response: grantedRolesResponses },
+      schema: { ...NOT_DOCUMENTED, response: grantedRolesResponses },
     },
     (_request, reply) => {
-      const snapshot = deps.snapshots.current()
-      if (snapshot === undefined) return sendNotReady(reply, deps.snapshots.notReadyReason())
+      const snapshot = findSnapshot(deps.snapshots, reply)
+      if (snapshot === undefined) return reply
       const grantedRoles: Record<string, string[]> = {}
       for (const key of snapshot.appKeys)
         grantedRoles[key] = [...(snapshot.app(key)?.grantedRoles ?? [])]
@@ -83,24 +66,17 @@ export function registerPreviewRoutes(
   )
 }
 
-/** Read once at start: a handful of small files, and a broken build shows at once. */
-function readPreviewFiles(): Map<string, StaticFile> {
-  const files = new Map<string, StaticFile>()
-  for (const name of readdirSync(PREVIEW_DIR)) {
-    const contentType = CONTENT_TYPES[extname(name)]
-    if (contentType !== undefined)
-      files.set(name, { body: readFileSync(join(PREVIEW_DIR, name)), contentType })
-  }
-  return files
-}
-
-function sendStatic(reply: FastifyReply, file: StaticFile): FastifyReply {
-  return reply
-    .header('content-type', file.contentType)
+/**
+ * Revalidated on every load, never sniffed, and held to the page's policy.
+ * Scripts as `text/javascript` (RFC 9239), where @fastify/static's type
+ * table still says `application/javascript`.
+ */
+function setPageHeaders(reply: FastifyReply, path: string): void {
+  if (path.endsWith('.js')) reply.header('content-type', 'text/javascript; charset=utf-8')
+  reply
     .header('cache-control', 'no-cache')
     .header('x-content-type-options', 'nosniff')
     .header('content-security-policy', PAGE_SECURITY_POLICY)
-    .send(file.body)
 }
 
 const grantedRolesResponses = {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
+import { NO_TOKEN } from '../openapi/documented-requests.js'
+import { jsonResponse, OTHER_ERRORS } from '../openapi/documented-responses.js'
 import type { SnapshotSource } from '../snapshot/types.js'
-import { NO_TOKEN } from './documented-requests.js'
-import { jsonResponse, OTHER_ERRORS } from './documented-responses.js'
 
 /**
  * `/healthz`: the process serves. `/readyz`: a snapshot is loaded and the

@@ -1,11 +1,19 @@
 import type { FastifyInstance } from 'fastify'
-import { answerAppRequest } from './app-request.js'
+import {
+  type ApiRouteDeps,
+  JSON_CONTENT_TYPE,
+  PRIVATE_NO_CACHE,
+  VARY_BY_CALLER_AND_LANGUAGE,
+  varyHook,
+} from '../http/api-conventions.js'
+import { findAppView, rejectImpossibleAppKey } from '../http/app-lookup.js'
+import { sendRepresentation } from '../http/send-representation.js'
 import {
   APP_KEY_PARAMS,
   BEARER_TOKEN,
   documentRequest,
   SHELL_REQUEST_HEADERS,
-} from './documented-requests.js'
+} from '../openapi/documented-requests.js'
 import {
   CHALLENGE_HEADERS,
   jsonResponse,
@@ -15,25 +23,19 @@ import {
   RETRY_AFTER_HEADERS,
   SHELL_BODY_HEADERS,
   SHELL_HEADERS,
-} from './documented-responses.js'
-import { createLastShellMemo } from './last-shell-memo.js'
-import { shellBodySchema } from './response-schemas.js'
-import {
-  type ApiRouteDeps,
-  sendTagged,
-  setVary,
-  VARY_BY_CALLER_AND_LANGUAGE,
-} from './tagged-response.js'
+} from '../openapi/documented-responses.js'
+import { shellBodySchema } from '../openapi/response-schemas.js'
+import { buildShellResponse } from '../snapshot/shell-response.js'
 
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * Per request: a token cache lookup, the language and the coding (each
- * memoized per header value), and the caller's last shell, else the
- * caller's audience, a memoized variant and the caller's user block joined
- * into it; its codings are made on first use and kept with it.
+ * After the hooks (Vary, the key's form, the token), the app's view, the
+ * caller's language, the shell response (snapshot/shell-response.ts) and its
+ * bytes in the caller's coding (http/representation-cache.ts), sent or
+ * answered with a 304.
  */
 export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
-  const lastShellOf = createLastShellMemo()
+  const { snapshots, negotiation, representations } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
     {
@@ -44,14 +46,23 @@ export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): v
         response: shellResponses,
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
-      onRequest: setVary(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+      onRequest: [
+        varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+        rejectImpossibleAppKey,
+        deps.authenticate,
+      ],
     },
-    (request, reply) =>
-      answerAppRequest(deps, request, reply, ({ caller, snapshot, view }) => {
-        const locale = view.localeFor(request.headers['accept-language'])
-        const { coded } = lastShellOf(snapshot, view, locale, caller)
-        return sendTagged(request, reply, coded, locale)
-      }),
+    (request, reply) => {
+      const view = findAppView(snapshots, request, reply)
+      if (view === undefined) return reply
+      const { headers } = request
+      const locale = view.localeFor(negotiation.languages(headers['accept-language']))
+      const shell = buildShellResponse(view, request.caller, locale)
+      const coding = negotiation.coding(headers['accept-encoding'])
+      reply.header('cache-control', PRIVATE_NO_CACHE).header('content-language', locale)
+      const representation = representations.representationOf(shell, coding)
+      return sendRepresentation(request, reply, representation, JSON_CONTENT_TYPE)
+    },
   )
 }
 

@@ -1,20 +1,11 @@
-import { compareCodeUnits } from '../db/vocabulary.js'
-import { parseAcceptLanguage } from '../http/accept-language.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 import { isInRollout } from './audience.js'
+import type { Caller } from './caller.js'
 import { lookUpLocale, truncationsOf } from './locale-lookup.js'
 import type { MenuTrees } from './menu-tree.js'
 import { type RenderLocale, renderShellVariant } from './render.js'
-import type { AppView, Caller, MenuNode, ShellVariant } from './types.js'
+import type { AppView, MenuNode, ShellVariant } from './types.js'
 import type { VariantCache } from './variant-cache.js'
-
-/**
- * `Accept-Language` values remembered per app with the locale they chose.
- * Browsers send a handful of distinct values; a flood of distinct ones
- * (junk, or an attacker's) pushes the oldest out instead of growing.
- */
-const MAX_REMEMBERED_HEADERS = 64
-/** Real headers are far shorter; longer ones are negotiated each time, never kept. */
-const MAX_REMEMBERED_HEADER_CHARS = 256
 
 /** The app's languages: the default, and every locale of its labels, as stored. */
 export interface AppLocales {
@@ -27,7 +18,7 @@ export interface AppLocales {
  * The request-time face of one app at one point in time (which of its items
  * are within their windows). Everything that does not depend on the caller
  * (the head, the trees, the languages) is ready; a variant is rendered on the
- * first request of its audience and locale.
+ * first request of its audience and locale, and kept in the variant cache.
  */
 export function createAppView(
   appKey: string,
@@ -59,25 +50,9 @@ export function createAppView(
           : truncationsOf(lowercase).filter((form) => form !== defaultLowercase),
     })
   }
-  const rememberedHeaders = new Map<string, string>()
-
-  const localeFor = (acceptLanguage: string | undefined): string => {
-    // One locale: nothing to choose, whatever the header says.
-    if (acceptLanguage === undefined || byLowercase.size === 1) return defaultLocale
-    const remembered = rememberedHeaders.get(acceptLanguage)
-    if (remembered !== undefined) return remembered
-    const ranges = parseAcceptLanguage(acceptLanguage)
-    const locale =
-      ranges === null ? defaultLocale : lookUpLocale(ranges, byLowercase, defaultLocale)
-    if (acceptLanguage.length <= MAX_REMEMBERED_HEADER_CHARS) {
-      if (rememberedHeaders.size >= MAX_REMEMBERED_HEADERS) {
-        const oldest = rememberedHeaders.keys().next().value
-        if (oldest !== undefined) rememberedHeaders.delete(oldest)
-      }
-      rememberedHeaders.set(acceptLanguage, locale)
-    }
-    return locale
-  }
+  const localeFor = (ranges: readonly string[]): string =>
+    // One locale: nothing to choose, whatever the caller prefers.
+    byLowercase.size === 1 ? defaultLocale : lookUpLocale(ranges, byLowercase, defaultLocale)
 
   const variant = (caller: Caller, locale: string): ShellVariant => {
     // Callers holding the same of the app's granted roles, in the same of its rollouts, see

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto'
-import { LRUCache } from 'lru-cache'
-import type { Caller, MenuNode } from './types.js'
+import type { Caller } from './caller.js'
+import type { MenuNode } from './types.js'
 
 /**
  * The caller's bucket for a rollout item, 0 to 99 (README, "Audiences"): the
@@ -14,26 +14,17 @@ export function rolloutBucket(appKey: string, itemKey: string, sub: string): num
 }
 
 /**
- * Buckets by subject, kept across tokens and snapshots: a bucket depends on
- * the app, the item and the subject only, not on the token or the percent,
- * so a refreshed token of a known user hashes nothing. Bounded like the
- * token cache's default, least recently used out first.
+ * Whether the caller is in the item's rollout. A bucket depends on the app,
+ * the item and the subject only, not on the percent, so the caller keeps it
+ * for as long as its token is cached.
  */
-const bucketsBySubject = new LRUCache<string, Map<string, number>>({ max: 10_000 })
-
-/** Whether the caller is in the item's rollout. */
 export function isInRollout(appKey: string, node: MenuNode, caller: Caller): boolean {
   if (node.rolloutPercent === null) return true
-  let buckets = bucketsBySubject.get(caller.sub)
-  if (buckets === undefined) {
-    buckets = new Map()
-    bucketsBySubject.set(caller.sub, buckets)
-  }
   const path = `${appKey}/${node.itemKey}`
-  let bucket = buckets.get(path)
+  let bucket = caller.rolloutBuckets.get(path)
   if (bucket === undefined) {
     bucket = rolloutBucket(appKey, node.itemKey, caller.sub)
-    buckets.set(path, bucket)
+    caller.rolloutBuckets.set(path, bucket)
   }
   return bucket < node.rolloutPercent
 }

@@ -10,7 +10,7 @@ import type {
   MenuItemRow,
   SnapshotRows,
 } from '../db/read-snapshot-rows.js'
-import { compareCodeUnits } from '../db/vocabulary.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 import { type AppLocales, createAppView } from './app-view.js'
 import { isInWindow } from './audience.js'
 import { buildMenuTrees, type MenuTrees } from './menu-tree.js'

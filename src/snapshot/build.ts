@@ -1,5 +1,5 @@
 import type { SnapshotRead, SnapshotRows } from '../db/read-snapshot-rows.js'
-import { compareCodeUnits } from '../db/vocabulary.js'
+import { compareCodeUnits } from '../domain/vocabulary.js'
 import { type BuiltApp, buildApp, groupRowsByApp, viewAt } from './build-app.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'
@@ -9,12 +9,10 @@ import { computeSnapshotVersion } from './version.js'
 export interface BuildSnapshotOptions {
   /** When the rows were read; defaults to now. */
   readonly loadedAt?: Date
-  /** Most response variants kept across all apps of the snapshot. */
-  readonly variantCacheMaxEntries?: number
-  /** Most bytes of variant tails (plus a fixed overhead each) kept across all apps. */
-  readonly variantCacheMaxBytes?: number
   /** The snapshot in service: its apps (and memoized variants) are kept where nothing moved. */
   readonly previous?: Snapshot
+  /** The variant cache of a first build (tests set its bounds); later builds take the previous one's. */
+  readonly variants?: VariantCache
   /**
    * False when the rows hold only the apps changed since `previous` (an
    * incremental read): the other apps are taken over as they are. True, the
@@ -38,13 +36,20 @@ interface SnapshotInternals {
   readonly timedApps: ReadonlyMap<string, number>
 }
 
-/** Per snapshot, out of its public face: only the next build (and the feed's check) reads it. */
-const internalsOf = new WeakMap<Snapshot, SnapshotInternals>()
+/**
+ * Where a snapshot keeps its internals, out of its public face (Snapshot):
+ * only the next build and the feed's check read them.
+ */
+const INTERNALS = Symbol('snapshot internals')
 
-/** Role sets per app are few in practice; this bounds a flood of unusual ones. */
-const DEFAULT_VARIANT_CACHE_MAX_ENTRIES = 10_000
-/** 64 MiB: ten thousand variants of a large app's menus fit comfortably. */
-const DEFAULT_VARIANT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+/** A snapshot as buildSnapshot makes it. */
+interface BuiltSnapshot extends Snapshot {
+  readonly [INTERNALS]: SnapshotInternals
+}
+
+function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
+  return (snapshot as Partial<BuiltSnapshot>)[INTERNALS]
+}
 
 /**
  * Turns a read of the database into an immutable snapshot: every app's head,
@@ -61,17 +66,13 @@ const DEFAULT_VARIANT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
   const now = options.now ?? Date.now()
   const previousSnapshot = options.previous
-  const previous = previousSnapshot === undefined ? undefined : internalsOf.get(previousSnapshot)
+  const previous = previousSnapshot === undefined ? undefined : internalsOf(previousSnapshot)
   const complete = options.complete ?? true
   const apps = new Map<string, BuiltApp>(complete ? [] : previous?.apps)
-  // One variant cache for the life of the feed: kept apps keep their warm variants, and
-  // keys carry the app's content hash, so a changed app's old variants are never served.
-  const variants =
-    previous?.variants ??
-    createVariantCache({
-      maxEntries: options.variantCacheMaxEntries ?? DEFAULT_VARIANT_CACHE_MAX_ENTRIES,
-      maxBytes: options.variantCacheMaxBytes ?? DEFAULT_VARIANT_CACHE_MAX_BYTES,
-    })
+  // One variant cache for the life of the feed (so of the service instance), made by its
+  // first build: kept apps keep their warm variants, and keys carry the app's content hash,
+  // so a changed app's old variants are never served.
+  const variants = previous?.variants ?? options.variants ?? createVariantCache()
 
   // The apps whose view may differ from the one in service.
   const touched = new Set<string>(complete ? previous?.apps.keys() : options.removedApps)
@@ -127,7 +128,7 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
       : renderAppsInventory(appKeys.map((appKey) => apps.get(appKey)?.inventoryJson ?? ''))
   // Over every app: computed when first asked for (/readyz), not on every reload.
   let version: string | undefined
-  const snapshot: Snapshot = Object.freeze({
+  const snapshot: BuiltSnapshot = Object.freeze({
     get version() {
       version ??= computeSnapshotVersion(appKeys.map((appKey) => apps.get(appKey)?.hash ?? ''))
       return version
@@ -138,8 +139,8 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
     appsInventory,
     nextChangeAt: timedApps.size === 0 ? null : Math.min(...timedApps.values()),
     app: (appKey: string) => apps.get(appKey)?.view,
+    [INTERNALS]: { apps, variants, timedApps },
   })
-  internalsOf.set(snapshot, { apps, variants, timedApps })
   return snapshot
 }
 
@@ -151,5 +152,5 @@ export function buildFromRead(read: SnapshotRead, previous: Snapshot | undefined
 
 /** The revision the snapshot's app was read at; undefined when the snapshot has no such app. */
 export function revisionInSnapshot(snapshot: Snapshot, appKey: string): string | null | undefined {
-  return internalsOf.get(snapshot)?.apps.get(appKey)?.revision
+  return internalsOf(snapshot)?.apps.get(appKey)?.revision
 }

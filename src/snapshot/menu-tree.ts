@@ -1,5 +1,5 @@
 import type { MenuItemRow } from '../db/read-snapshot-rows.js'
-import { compareCodeUnits, sortedEntries, ZONES, type Zone } from '../db/vocabulary.js'
+import { compareCodeUnits, sortedEntries, ZONES, type Zone } from '../domain/vocabulary.js'
 import { renderItemOpenJson } from './render.js'
 import type { ItemLabels, MenuNode } from './types.js'
 

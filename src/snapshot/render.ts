@@ -1,8 +1,7 @@
 import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
-import { ZONES, type Zone } from '../db/vocabulary.js'
-import { type CodedBody, createCodedBody } from '../http/coded-body.js'
-import { contentTag } from '../http/content-tag.js'
-import type { Audience, MenuNode, ShellVariant } from './types.js'
+import { ZONES, type Zone } from '../domain/vocabulary.js'
+import { contentTag } from './content-tag.js'
+import type { Audience, MenuNode, ShellVariant, TaggedBody } from './types.js'
 
 /** The `app` block of the shell response. */
 export function renderAppJson(app: AppRow): string {
@@ -144,16 +143,10 @@ function renderVisibleNode(
   return `${openJsonIn(node, labelForms)}${childrenJson}]}`
 }
 
-/**
- * `GET /api/v1/apps`: apps in the given order, with a strong ETag over the
- * bytes, and its codings made now, with the snapshot, rather than on a request.
- */
-export function renderAppsInventory(appJsons: readonly string[]): CodedBody {
+/** `GET /api/v1/apps`: apps in the given order, and the tag of those bytes. */
+export function renderAppsInventory(appJsons: readonly string[]): TaggedBody {
   const body = Buffer.from(`{"apps":[${appJsons.join(',')}]}`)
-  const inventory = createCodedBody(body, contentTag(body), 'snapshot')
-  inventory.in('br')
-  inventory.in('gzip')
-  return inventory
+  return Object.freeze({ tag: contentTag(body), byteLength: body.length, bytes: () => body })
 }
 
 /** One response variant: the app's shared head, this audience's menus in one locale, and their tag. */
@@ -164,5 +157,6 @@ export function renderShellVariant(
   locale: RenderLocale,
 ): ShellVariant {
   const tail = renderShellTail(roots, audience, locale)
-  return Object.freeze({ head, tail, tag: contentTag(head, tail) })
+  // The head ends with `"user":` and the tail begins `,"menus"`: joined, the parts stay apart.
+  return Object.freeze({ head, tail, tag: contentTag(Buffer.concat([head, tail])) })
 }

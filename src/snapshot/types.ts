@@ -1,4 +1,4 @@
-import type { CodedBody } from '../http/coded-body.js'
+import type { Caller } from './caller.js'
 
 /**
  * One shown-or-hidden item, holding only what rendering and the version need:
@@ -61,11 +61,11 @@ export interface AppView {
   /** The default locale and every locale of the app's labels, as stored, sorted. */
   readonly locales: readonly string[]
   /**
-   * The locale to answer in for an `Accept-Language` header (undefined: none
-   * sent), by RFC 4647 lookup among the app's locales; a header that does not
-   * parse counts as absent. Memoized per header value, within a bound.
+   * The locale to answer in for the caller's language ranges, in preference
+   * order (from `Accept-Language`; none: the default), by RFC 4647 lookup
+   * among the app's locales.
    */
-  localeFor(acceptLanguage: string | undefined): string
+  localeFor(ranges: readonly string[]): string
   /**
    * The response variant for this caller in one of the app's locales,
    * rendered once and memoized by the caller's audience (its roles among the
@@ -82,8 +82,8 @@ export interface Snapshot {
   readonly loadedAt: Date
   /** Every app's key, sorted as the inventory lists them. */
   readonly appKeys: readonly string[]
-  /** `GET /api/v1/apps`, rendered and compressed at build time. */
-  readonly appsInventory: CodedBody
+  /** `GET /api/v1/apps`, rendered at build time. */
+  readonly appsInventory: TaggedBody
   /**
    * The next instant (milliseconds since the epoch) at which an item's window
    * opens or closes: the snapshot must be made again then, since its bytes
@@ -105,11 +105,15 @@ export interface SnapshotSource {
   onSwap(listener: (snapshot: Snapshot) => void): () => void
 }
 
-/** Who asks, as far as what they see goes: the token's subject and roles. */
-export interface Caller {
-  readonly sub: string
-  /** De-duplicated and sorted (auth/verified-caller.ts). */
-  readonly roles: readonly string[]
+/**
+ * A response body and its strong tag (without quotes), which is derived from
+ * the bytes alone: the same bytes give the same tag on every instance.
+ */
+export interface TaggedBody {
+  readonly tag: string
+  readonly byteLength: number
+  /** The bytes; a shell's are joined from their parts when first asked for. */
+  bytes(): Buffer
 }
 
 /**

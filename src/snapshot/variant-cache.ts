@@ -21,13 +21,22 @@ export interface VariantCache {
  * tag, the variant object and the cache's own bookkeeping.
  */
 const VARIANT_OVERHEAD_BYTES = 256
+/**
+ * Callers of one app fall into few audiences (role sets, rollouts) in
+ * practice; this bounds a flood of unusual ones across all apps.
+ */
+const MAX_VARIANTS = 10_000
+/** 64 MiB: ten thousand variants of a large app's menus fit. */
+const MAX_VARIANT_BYTES = 64 * 1024 * 1024
 
 interface Entry {
   readonly variant: ShellVariant
   readonly prefix: string
 }
 
-export function createVariantCache(limits: { maxEntries: number; maxBytes: number }): VariantCache {
+export function createVariantCache(
+  limits = { maxEntries: MAX_VARIANTS, maxBytes: MAX_VARIANT_BYTES },
+): VariantCache {
   const keysByPrefix = new Map<string, Set<string>>()
   const cache = new LRUCache<string, Entry>({
     max: limits.maxEntries,

@@ -1,6 +1,6 @@
 import type { AppRow, BrandingRow } from '../db/read-snapshot-rows.js'
-import { ZONES } from '../db/vocabulary.js'
-import { contentTag } from '../http/content-tag.js'
+import { ZONES } from '../domain/vocabulary.js'
+import { contentTag } from './content-tag.js'
 import type { MenuTrees } from './menu-tree.js'
 import type { MenuNode } from './types.js'
 

@@ -159,11 +159,6 @@ t.test('describeTokenForLog decodes defensively', async (t) => {
   })
   t.same(describeTokenForLog('only-one-segment'), {})
   t.same(describeTokenForLog(`${encode([1, 2])}.${encode('text')}.x`), {})
-  t.same(
-    describeTokenForLog(`${header}.${payload}.${'s'.repeat(9000)}`),
-    {},
-    'too large: not parsed',
-  )
   const long = describeTokenForLog(`${header}.${encode({ sub: 'x'.repeat(5000) })}.sig`)
   t.equal(String(long.claims?.sub).length, 200, 'long values are capped')
 })

@@ -143,7 +143,7 @@ t.test(
       async () => (await readMetric(metrics.jwksFetches, { result: 'error' })) === 1,
       'the failed refresh',
     )
-    t.ok(await isServedFromCache(verifier, cachedToken), 'cached tokens stay')
+    t.ok(await isServedFromCache(fixture, cachedToken), 'cached tokens stay')
     t.equal((await authenticated(verifier, await server.sign({ sub: 'again' }))).sub, 'again')
     t.equal(
       await readMetric(metrics.jwksFetches, { result: 'error' }),
@@ -171,12 +171,12 @@ t.test('a key that leaves the set takes its cached tokens with it', async (t) =>
   clock.advance(61_000)
 
   // Even a cache-only workload starts the refresh, so removed keys are noticed.
-  t.ok(await isServedFromCache(verifier, keptToken))
+  t.ok(await isServedFromCache(fixture, keptToken))
   await waitFor(
-    async () => !(await isServedFromCache(verifier, retiredToken)),
+    async () => !(await isServedFromCache(fixture, retiredToken)),
     'the retired token to be dropped',
   )
-  t.ok(await isServedFromCache(verifier, keptToken), 'tokens of remaining keys stay cached')
+  t.ok(await isServedFromCache(fixture, keptToken), 'tokens of remaining keys stay cached')
   const error = await refusalOf(authenticated(verifier, retiredToken))
   t.equal((error as AuthError).result, 'unknown_kid')
 })

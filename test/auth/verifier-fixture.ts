@@ -1,12 +1,10 @@
 import { pino } from 'pino'
-import {
-  createTokenVerifier,
-  type TokenVerifier,
-  type VerifiedCaller,
-} from '../../src/auth/verify-token.js'
+import { createTokenVerifier, type TokenVerifier } from '../../src/auth/verify-token.js'
 import type { OidcConfig } from '../../src/config/config.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
+import { buildCaller, type Caller } from '../../src/snapshot/caller.js'
 import { type JwksServer, startJwksServer } from '../helpers/jwks-server.js'
+import { readMetric } from '../helpers/metrics.js'
 
 /** A clock that follows real time plus whatever the test has skipped ahead. */
 export interface TestClock {
@@ -22,7 +20,7 @@ export interface LogLine {
 
 export interface VerifierFixture {
   server: JwksServer
-  verifier: TokenVerifier
+  verifier: TokenVerifier<Caller>
   metrics: Metrics
   clock: TestClock
   oidc: OidcConfig
@@ -72,6 +70,7 @@ export async function setUpVerifier(
   const metrics = createMetrics({ defaultMetrics: false })
   const verifier = createTokenVerifier({
     oidc,
+    toCaller: buildCaller,
     cacheMax: options.cacheMax ?? 100,
     failureLog: options.failureLog ?? true,
     logger,
@@ -103,22 +102,22 @@ export async function setUpVerifier(
   }
 }
 
-/** The verifier's one public method, awaited as a route awaits it: a cache hit or a verification. */
-export async function authenticated(
-  verifier: TokenVerifier,
-  token: string,
-): Promise<VerifiedCaller> {
+/** The verifier's one public method, awaited as the authentication hook awaits it. */
+export function authenticated(verifier: TokenVerifier<Caller>, token: string): Promise<Caller> {
   return verifier.authenticate(token)
 }
 
 /**
- * Whether the token is answered from the cache: authenticate() returns the
- * caller at once for a cached token. A token that is not cached is verified
- * by the same call (counted as a miss); the outcome is awaited and ignored.
+ * Whether the token is answered from the cache, as the cache's hit counter
+ * tells. A token that is not cached is verified by the same call (counted as
+ * a miss); the outcome is awaited and ignored.
  */
-export async function isServedFromCache(verifier: TokenVerifier, token: string): Promise<boolean> {
-  const caller = verifier.authenticate(token)
-  if (!(caller instanceof Promise)) return true
-  await caller.catch(() => undefined)
-  return false
+export async function isServedFromCache(
+  fixture: Pick<VerifierFixture, 'verifier' | 'metrics'>,
+  token: string,
+): Promise<boolean> {
+  const hits = () => readMetric(fixture.metrics.tokenCache, { result: 'hit' })
+  const before = await hits()
+  await fixture.verifier.authenticate(token).catch(() => undefined)
+  return (await hits()) > before
 }

@@ -15,6 +15,7 @@ t.test('defaults give local mode on loopback with the embedded database', async 
   t.equal(config.tokenCacheMax, 10_000)
   t.equal(config.logRequests, false)
   t.same(config.corsOrigins, [])
+  t.equal(config.shutdownDelayS, 5)
   t.ok(Object.isFrozen(config))
 })
 
@@ -111,6 +112,10 @@ t.test('every bad value names its variable', async (t) => {
     [{ LOG_REQUESTS: 'maybe' }, 'LOG_REQUESTS'],
     [{ AUTH_FAILURE_LOG: 'perhaps' }, 'AUTH_FAILURE_LOG'],
     [{ TOKEN_CACHE_MAX: '0' }, 'TOKEN_CACHE_MAX'],
+    ...['soon', '-1', '2.5', '5s', '601'].map((value): [Record<string, string>, string] => [
+      { SHUTDOWN_DELAY_S: value },
+      'SHUTDOWN_DELAY_S',
+    ]),
     [{ DATABASE_URL: 'mysql://x@y/z' }, 'DATABASE_URL'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
     [{ FEED_DATABASE_URL: 'postgres://a@b/c' }, 'FEED_DATABASE_URL'],
@@ -140,6 +145,24 @@ t.test('every bad value names its variable', async (t) => {
       t.notOk((error as Error).message.includes('\n'), 'one line')
     }
   }
+})
+
+t.test('without an embedded PostgreSQL, DATABASE_URL is the first thing named', async (t) => {
+  // HOST=0.0.0.0 without OIDC_ISSUER is wrong too (the Docker image's case), but names no fix
+  // for a missing database.
+  const error = t.throws(() =>
+    loadConfig({ HOST: '0.0.0.0' }, { databaseUrlRequired: true }),
+  ) as ConfigError
+  t.equal(error.variable, 'DATABASE_URL')
+  t.match(error.message, /no embedded PostgreSQL/)
+  t.ok(loadConfig({ DATABASE_URL: 'postgres://a@b/c' }, { databaseUrlRequired: true }))
+})
+
+t.test('SHUTDOWN_DELAY_S: whole seconds, 0 for none', async (t) => {
+  t.equal(loadConfig({ SHUTDOWN_DELAY_S: '0' }).shutdownDelayS, 0)
+  t.equal(loadConfig({ SHUTDOWN_DELAY_S: ' 12 ' }).shutdownDelayS, 12)
+  t.equal(loadConfig({ SHUTDOWN_DELAY_S: '' }).shutdownDelayS, 5, 'empty: the default')
+  t.equal(loadConfig({ SHUTDOWN_DELAY_S: '600' }).shutdownDelayS, 600)
 })
 
 t.test('a database URL is never echoed in the error', async (t) => {

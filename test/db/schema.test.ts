@@ -9,7 +9,7 @@ import {
   MENU_KINDS,
   TABLES,
   ZONES,
-} from '../../src/db/vocabulary.js'
+} from '../../src/domain/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
 
 const db = await createTestDatabase(t)
@@ -322,36 +322,39 @@ t.test('deleting an app removes its branding, items, grants and labels', async (
   t.same(counts, { branding: 0, items: 0, grants: 0, labels: 0 })
 })
 
-t.test('the database checks the words of src/vocabulary.ts, no more and no fewer', async (t) => {
-  const constraints = await sql<{ name: string; definition: string }[]>`
+t.test(
+  'the database checks the words of src/domain/vocabulary.ts, no more and no fewer',
+  async (t) => {
+    const constraints = await sql<{ name: string; definition: string }[]>`
     select conname as name, pg_get_constraintdef(oid) as definition
     from pg_constraint where connamespace = 'shell'::regnamespace and contype = 'c'`
-  const definitionOf = (name: string) =>
-    constraints.find((constraint) => constraint.name === name)?.definition ?? ''
-  const quotedWords = (definition: string) =>
-    [...definition.matchAll(/'([^']*)'::text/g)].map((match) => match[1])
-  t.same(quotedWords(definitionOf('menu_items_zone')), [...ZONES])
-  t.same(quotedWords(definitionOf('menu_items_kind')), [...MENU_KINDS])
-  t.same(quotedWords(definitionOf('apps_app_key_format')), [APP_KEY_PATTERN])
-  t.same(quotedWords(definitionOf('menu_items_item_key_format')), [ITEM_KEY_PATTERN])
-  t.same(quotedWords(definitionOf('branding_primary_color_format')), [COLOR_PATTERN])
-  t.same(quotedWords(definitionOf('branding_accent_color_format')), [COLOR_PATTERN])
-  t.same(quotedWords(definitionOf('apps_default_locale_format')), [LANGUAGE_TAG_PATTERN])
-  t.same(quotedWords(definitionOf('menu_item_labels_locale_format')), [LANGUAGE_TAG_PATTERN])
-  const [defaultLocale] = await sql<{ value: string }[]>`
+    const definitionOf = (name: string) =>
+      constraints.find((constraint) => constraint.name === name)?.definition ?? ''
+    const quotedWords = (definition: string) =>
+      [...definition.matchAll(/'([^']*)'::text/g)].map((match) => match[1])
+    t.same(quotedWords(definitionOf('menu_items_zone')), [...ZONES])
+    t.same(quotedWords(definitionOf('menu_items_kind')), [...MENU_KINDS])
+    t.same(quotedWords(definitionOf('apps_app_key_format')), [APP_KEY_PATTERN])
+    t.same(quotedWords(definitionOf('menu_items_item_key_format')), [ITEM_KEY_PATTERN])
+    t.same(quotedWords(definitionOf('branding_primary_color_format')), [COLOR_PATTERN])
+    t.same(quotedWords(definitionOf('branding_accent_color_format')), [COLOR_PATTERN])
+    t.same(quotedWords(definitionOf('apps_default_locale_format')), [LANGUAGE_TAG_PATTERN])
+    t.same(quotedWords(definitionOf('menu_item_labels_locale_format')), [LANGUAGE_TAG_PATTERN])
+    const [defaultLocale] = await sql<{ value: string }[]>`
     select column_default as value from information_schema.columns
     where table_schema = 'shell' and table_name = 'apps' and column_name = 'default_locale'`
-  t.equal(defaultLocale?.value, `'${DEFAULT_LOCALE}'::text`)
-  for (const zone of ZONES) {
-    for (const kind of MENU_KINDS) {
-      const code = await sqlStateOf(
-        (tx) =>
-          tx`insert into shell.menu_items (app_key, item_key, zone, label, kind) values ('hr', 'x', ${zone}, 'X', ${kind})`,
-      )
-      t.equal(code, 'accepted', `${zone} ${kind}`)
+    t.equal(defaultLocale?.value, `'${DEFAULT_LOCALE}'::text`)
+    for (const zone of ZONES) {
+      for (const kind of MENU_KINDS) {
+        const code = await sqlStateOf(
+          (tx) =>
+            tx`insert into shell.menu_items (app_key, item_key, zone, label, kind) values ('hr', 'x', ${zone}, 'X', ${kind})`,
+        )
+        t.equal(code, 'accepted', `${zone} ${kind}`)
+      }
     }
-  }
-})
+  },
+)
 
 t.test('every column the service reads exists; the others are kept by the database', async (t) => {
   const rows = await sql<{ table: string; column: string }[]>`

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { mapZones } from '../../src/db/vocabulary.js'
 import { planAppChange } from '../../src/definitions/plan-app-change.js'
 import type {
   AppDefinition,
@@ -8,6 +7,7 @@ import type {
   ItemDefinition,
 } from '../../src/definitions/types.js'
 import { parseDefinitions } from '../../src/definitions/validate-definitions.js'
+import { mapZones } from '../../src/domain/vocabulary.js'
 
 /** An app as the import reads it from a file: normalized, defaults filled in. */
 function defineApp(raw: object): AppDefinition {

@@ -16,6 +16,7 @@ import { findFreePort } from '../../src/embedded/embedded.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
 import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
+import { waitFor } from '../helpers/wait.js'
 
 const execFileAsync = promisify(execFile)
 const root = process.cwd()
@@ -108,12 +109,11 @@ t.test(
       await started.exited
     })
     const base = `http://127.0.0.1:${port}`
-    let ready: Response | undefined
-    for (let attempt = 0; attempt < 300 && ready?.status !== 200; attempt += 1) {
-      ready = await fetch(`${base}/readyz`).catch(() => undefined)
-      if (ready?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    t.equal(ready?.status, 200, started.output())
+    await waitFor(
+      async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200,
+      () => `/readyz to answer 200; the process printed: ${started.output()}`,
+      30_000,
+    )
     const token = await issuer.sign({ sub: 'alice', realm_access: { roles: ['crm-sales'] } })
     const response = await fetch(`${base}/api/v1/shell/crm`, {
       headers: { authorization: `Bearer ${token}` },

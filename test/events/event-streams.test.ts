@@ -1,9 +1,9 @@
 import { pino } from 'pino'
 import t from 'tap'
-import { buildVerifiedCaller } from '../../src/auth/verified-caller.js'
 import { createEventStreams } from '../../src/events/event-streams.js'
 import { createMetrics } from '../../src/metrics.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
+import { buildCaller } from '../../src/snapshot/caller.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
 import { readMetric } from '../helpers/metrics.js'
 import { waitFor } from '../helpers/wait.js'
@@ -30,14 +30,21 @@ t.test(
       max: 10,
     })
     t.teardown(() => streams.close())
-    const caller = buildVerifiedCaller({ sub: 'slow', exp: Math.floor(Date.now() / 1000) + 300 }, [
-      ['realm_access', 'roles'],
-    ])
-    const { body } = streams.open({
-      appKey: 'crm',
+    const caller = buildCaller({
+      sub: 'slow',
+      username: null,
+      name: null,
+      email: null,
+      roles: [],
+      expiresAtMs: Date.now() + 300_000,
+    })
+    const view = snapshot.app('crm')
+    if (view === undefined) throw new Error('no crm app')
+    const body = streams.open({
+      view,
       caller,
-      acceptLanguage: undefined,
-      acceptEncoding: undefined,
+      languages: [],
+      coding: 'identity',
       lastEventId: undefined,
     })
     // Nothing reads the body: as a reply does once the client stops reading, with a backlog.

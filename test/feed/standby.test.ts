@@ -20,6 +20,7 @@ import {
 } from '../../src/feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { buildFromRead } from '../../src/snapshot/build.js'
+import { buildCaller } from '../../src/snapshot/caller.js'
 import { openEventStream } from '../helpers/event-stream-client.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
 import { startJwksServer } from '../helpers/jwks-server.js'
@@ -93,6 +94,7 @@ async function serveFeed(t: Test, feed: SnapshotFeed, metrics: Metrics) {
   if (config.oidc === null) throw new Error('no OIDC configuration')
   const verifier = createTokenVerifier({
     oidc: config.oidc,
+    toCaller: buildCaller,
     cacheMax: 10,
     failureLog: false,
     logger: silent,

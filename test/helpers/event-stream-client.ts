@@ -1,4 +1,4 @@
-import { type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http'
+import { type Agent, type IncomingHttpHeaders, type IncomingMessage, request } from 'node:http'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 
 /**
@@ -14,9 +14,14 @@ export interface EventStreamClient {
   readonly comments: string[]
   /** The body, for a response that is not a stream (a problem). */
   body(): Promise<string>
-  /** Resolves when the server ends the stream. */
+  /** Resolves when the stream is over: ended by the server, reset, or closed by us. */
   readonly ended: Promise<void>
   hasEnded(): boolean
+  /**
+   * Whether the server ended the response as HTTP says (the last chunk
+   * received), rather than the connection breaking off in the middle.
+   */
+  endedCleanly(): boolean
   /** Waits until `count` events have arrived in all; resolves with the last of them. */
   waitForEvents(count: number, timeoutMs?: number): Promise<EventSourceMessage>
   /** Stops reading: the socket's receive buffer fills and the server's writes back up. */
@@ -24,10 +29,16 @@ export interface EventStreamClient {
   close(): void
 }
 
+/**
+ * Without an agent the request says `Connection: close`; with a keep-alive
+ * agent the connection is kept for reuse after the stream ends, as a
+ * browser's fetch keeps it.
+ */
 export function openEventStream(
   baseUrl: string,
   path: string,
   headers: Record<string, string> = {},
+  agent: Agent | false = false,
 ): Promise<EventStreamClient> {
   const { hostname, port } = new URL(baseUrl)
   return new Promise((resolve, reject) => {
@@ -37,7 +48,7 @@ export function openEventStream(
         port,
         path,
         headers: { accept: 'text/event-stream', ...headers },
-        agent: false,
+        agent,
       },
       (incoming) => resolve(readStream(incoming, () => outgoing.destroy())),
     )
@@ -89,6 +100,7 @@ function readStream(incoming: IncomingMessage, destroy: () => void): EventStream
     },
     ended: endedPromise,
     hasEnded: () => ended,
+    endedCleanly: () => incoming.complete,
     waitForEvents(count, timeoutMs = 5_000) {
       return new Promise((resolve, reject) => {
         const check = () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { findFreePort } from '../../src/embedded/embedded.js'
-import { sleep } from './wait.js'
+import { waitFor } from './wait.js'
 
 /**
  * A real Prometheus (Debian's package `prometheus`, which .ci/run installs) of
@@ -172,15 +172,15 @@ async function waitForReady(
   hasEnded: () => boolean,
   log: () => string,
 ): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS
-  for (;;) {
-    if (hasEnded()) throw new Error(`prometheus exited at start: ${log()}`)
-    const ready = await fetch(`${url}/-/ready`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (ready) return
-    if (Date.now() > deadline) throw new Error(`prometheus not ready within 20 s: ${log()}`)
-    await sleep(100)
-  }
+  await waitFor(
+    async () => {
+      if (hasEnded()) throw new Error(`prometheus exited at start: ${log()}`)
+      return fetch(`${url}/-/ready`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    },
+    () => `prometheus to be ready: ${log()}`,
+    READY_TIMEOUT_MS,
+  )
 }

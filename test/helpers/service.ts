@@ -136,6 +136,8 @@ export interface TestServiceOptions {
   readonly waitForSnapshot?: boolean
   /** prom-client's process metrics in the registry (default false: one collector per service is waste). */
   readonly defaultMetrics?: boolean
+  /** How long a close waits for open connections (the service's DRAIN_DEADLINE_MS by default). */
+  readonly drainDeadlineMs?: number
 }
 
 /**
@@ -166,6 +168,7 @@ export async function startTestService(
   )
   const service = await startService(config, logger, {
     metrics: createMetrics({ defaultMetrics: options.defaultMetrics ?? false }),
+    drainDeadlineMs: options.drainDeadlineMs,
   })
   t.teardown(() => service.close())
   if (options.waitForSnapshot ?? true) {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
 import { buildSnapshot } from '../../src/snapshot/build.js'
+import { createVariantCache } from '../../src/snapshot/variant-cache.js'
 import {
   appRow,
   brandingRow,
@@ -49,7 +50,7 @@ t.test('an incremental build equals a full build of the same content', async (t)
   const full = buildSnapshot(fullRows('Pipeline'))
   t.equal(incremental.version, full.version, 'same version')
   t.not(incremental.version, first.version, 'the change moved the version')
-  t.equal(incremental.appsInventory.identity.etag, full.appsInventory.identity.etag)
+  t.equal(incremental.appsInventory.tag, full.appsInventory.tag)
   for (const [appKey, roles] of [
     ['crm', ['crm-sales']],
     ['hr', ['hr-admin']],
@@ -148,13 +149,15 @@ t.test('the inventory stays the same object while what it lists does not change'
     { ...onlyCrmRows('Pipeline'), apps: [appRow('crm', { name: 'Sales', revision: 'x' })] },
     { previous: next, complete: false },
   )
-  t.not(renamed.appsInventory.identity.etag, next.appsInventory.identity.etag)
-  t.match(renamed.appsInventory.identity.body.toString(), /"name":"Sales"/)
+  t.not(renamed.appsInventory.tag, next.appsInventory.tag)
+  t.match(renamed.appsInventory.bytes().toString(), /"name":"Sales"/)
 })
 
 t.test("variants of an app's old content leave the cache at once, making room", async (t) => {
   // Room for two variants: hr's, then crm's old one.
-  const first = buildSnapshot(fullRows('Old'), { variantCacheMaxEntries: 2 })
+  const first = buildSnapshot(fullRows('Old'), {
+    variants: createVariantCache({ maxEntries: 2, maxBytes: 1_000_000 }),
+  })
   const warm = requireApp(first, 'hr').variant(callerWith(['hr-admin']), 'en')
   requireApp(first, 'crm').variant(callerWith(['crm-sales']), 'en')
   const next = buildSnapshot(onlyCrmRows('New'), {

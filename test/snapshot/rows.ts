@@ -5,7 +5,8 @@ import type {
   MenuItemRow,
   SnapshotRows,
 } from '../../src/db/read-snapshot-rows.js'
-import type { AppView, Caller, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
+import { buildCaller, type Caller } from '../../src/snapshot/caller.js'
+import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
 
 /** An app row with plausible defaults. */
 export function appRow(appKey: string, fields: Partial<AppRow> = {}): AppRow {
@@ -102,5 +103,13 @@ export function requireApp(snapshot: Snapshot, appKey: string): AppView {
 
 /** A caller holding these roles (a rollout's bucket goes by `sub`). */
 export function callerWith(roles: readonly string[], sub = 'test-user'): Caller {
-  return { sub, roles }
+  const sorted = [...roles].sort()
+  return buildCaller({
+    sub,
+    username: null,
+    name: null,
+    email: null,
+    roles: sorted,
+    expiresAtMs: 0,
+  })
 }

@@ -3,7 +3,11 @@ import { join } from 'node:path'
 import t from 'tap'
 import { SEEDS_DIR } from '../../src/definitions/import-definitions.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
-import { SEED_OPEN_SIDEBAR, SEED_SIDEBAR_BY_ROLE } from '../helpers/seed-sidebar.js'
+import {
+  SEED_FULL_SIDEBAR,
+  SEED_OPEN_SIDEBAR,
+  SEED_SIDEBAR_BY_ROLE,
+} from '../helpers/seed-sidebar.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 
 /** GET /api/v1/shell/{appKey}: the seed data per role, and every key of the response. */
@@ -145,16 +149,7 @@ t.test('the user block comes from the token: roles de-duplicated and sorted', as
     email: 'alice@example.com',
     roles: ['a-role', 'b-role', 'crm-admin', 'crm-sales'],
   })
-  t.same(ids(body.menus.sidebar), [
-    'dashboard',
-    'contacts',
-    'accounts',
-    'leads',
-    'opportunities',
-    'activities',
-    'reports',
-    'admin',
-  ])
+  t.same(ids(body.menus.sidebar), SEED_FULL_SIDEBAR)
 
   const bare = await token({ sub: 'bob' })
   const bareBody = (await httpRequest(url, '/api/v1/shell/crm', bearer(bare))).json<{

@@ -1,8 +1,9 @@
 import { pino } from 'pino'
 import t from 'tap'
-import { buildApp } from '../../src/app.js'
-import { createTokenVerifier } from '../../src/auth/verify-token.js'
-import { createMetrics } from '../../src/metrics.js'
+import { buildApp } from '../src/app.js'
+import { createTokenVerifier } from '../src/auth/verify-token.js'
+import { createMetrics } from '../src/metrics.js'
+import { buildCaller } from '../src/snapshot/caller.js'
 
 /**
  * Client errors that fastify raises itself keep their own status, as
@@ -14,6 +15,7 @@ import { createMetrics } from '../../src/metrics.js'
 const logger = pino({ level: 'silent' })
 const metrics = createMetrics({ defaultMetrics: false })
 const verifier = createTokenVerifier({
+  toCaller: buildCaller,
   oidc: {
     issuer: 'http://127.0.0.1:9/realms/none',
     audiences: ['shell-data'],

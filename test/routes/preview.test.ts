@@ -76,7 +76,16 @@ t.test('GET / serves the page, and /preview/ its scripts and styles', async (t) 
   const styles = await httpRequest(url, '/preview/preview.css')
   t.equal(styles.headers['content-type'], 'text/css; charset=utf-8')
   expectProblem(t, await httpRequest(url, '/preview/nothing.js'), 404)
-  expectProblem(t, await httpRequest(url, '/preview/index.html'), 404)
+  expectProblem(t, await httpRequest(url, '/preview/..%2f..%2fpackage.json'), 404)
+  const revalidated = await httpRequest(url, '/preview/preview.js', {
+    headers: { 'if-none-match': String(page.headers.etag) },
+  })
+  t.equal(revalidated.status, 200, "the page's tag is not the script's")
+  const script = await httpRequest(url, '/preview/preview.js')
+  const again = await httpRequest(url, '/preview/preview.js', {
+    headers: { 'if-none-match': String(script.headers.etag) },
+  })
+  t.equal(again.status, 304, 'a script the browser holds is revalidated with a 304')
 })
 
 t.test('a short-lived token for the chosen roles, which the API accepts', async (t) => {

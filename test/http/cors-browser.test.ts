@@ -142,7 +142,7 @@ t.test('Chromium: a page on another origin', { skip }, async (t) => {
     t.equal(result.revalidated?.status, 304, 'the 304 reaches the script')
     t.equal(result.revalidated?.etag, result.shell?.etag)
     const [first, second] = shellExchanges
-    const coding = negotiateCoding(first?.acceptEncoding)
+    const coding = negotiateCoding(first?.acceptEncoding ?? '')
     t.comment(`Chromium sent Accept-Encoding: ${first?.acceptEncoding}`)
     t.ok(coding === 'br' || coding === 'gzip', 'Chromium accepts a coding the service sends')
     t.equal(

@@ -1,6 +1,6 @@
 import type { SwaggerTransform } from '@fastify/swagger'
 import type { FastifyContextConfig } from 'fastify'
-import { APP_KEY_PATTERN } from '../db/vocabulary.js'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 
 /**
  * Request parameters as the OpenAPI document shows them, and nowhere else.
@@ -8,6 +8,13 @@ import { APP_KEY_PATTERN } from '../db/vocabulary.js'
  * the hot path, and a 400 where the service answers a key that names no app
  * with a 404. So they reach the document through the route's transform only.
  */
+
+/**
+ * A route's schema that leaves it out of the document: local-mode helpers and
+ * refusals of other methods are no part of the API, and would make the
+ * document differ between local mode and production.
+ */
+export const NOT_DOCUMENTED = { hide: true }
 
 /** The security requirement of the API: a Bearer token (components.securitySchemes.bearer). */
 export const BEARER_TOKEN = [{ bearer: [] }]

@@ -1,6 +1,10 @@
-import { LANGUAGE_TAG_PATTERN } from '../db/vocabulary.js'
+import { LANGUAGE_TAG_PATTERN } from '../domain/vocabulary.js'
+import {
+  PRIVATE_NO_CACHE,
+  VARY_BY_CALLER,
+  VARY_BY_CALLER_AND_LANGUAGE,
+} from '../http/api-conventions.js'
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
-import { CACHE_CONTROL, VARY_BY_CALLER, VARY_BY_CALLER_AND_LANGUAGE } from './tagged-response.js'
 
 /**
  * Responses as the OpenAPI document shows them: a description, the headers
@@ -35,7 +39,7 @@ const etag: Headers = {
 const privateNoCache: Headers = {
   'Cache-Control': {
     type: 'string',
-    enum: [CACHE_CONTROL],
+    enum: [PRIVATE_NO_CACHE],
     description: 'Only the caller may keep the response, and must revalidate it before use.',
   },
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { bearer, type HttpResponse, httpRequest, rawRequest } from '../helpers/http-client.js'
-import { createLogCapture, startTestService } from '../helpers/service.js'
+import { bearer, type HttpResponse, httpRequest, rawRequest } from './helpers/http-client.js'
+import { createLogCapture, startTestService } from './helpers/service.js'
 
 /**
  * Odd paths and headers, sent as raw bytes: whatever arrives, the answer is

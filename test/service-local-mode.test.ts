@@ -1,12 +1,12 @@
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { findFreePort } from '../../src/embedded/embedded.js'
-import { LOCAL_DATA_DIR } from '../../src/embedded/locate-database.js'
-import { bearer, httpRequest } from '../helpers/http-client.js'
-import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
-import { createSeededDatabase } from '../helpers/service.js'
-import { runNode, spawnService } from '../helpers/service-process.js'
+import { findFreePort } from '../src/embedded/embedded.js'
+import { LOCAL_DATA_DIR } from '../src/embedded/locate-database.js'
+import { bearer, httpRequest } from './helpers/http-client.js'
+import { SEED_FULL_SIDEBAR, SEED_SALES_SIDEBAR } from './helpers/seed-sidebar.js'
+import { createSeededDatabase } from './helpers/service.js'
+import { runNode, spawnService } from './helpers/service-process.js'
 
 /**
  * Local mode as a developer meets it: the real process, its
@@ -14,16 +14,6 @@ import { runNode, spawnService } from '../helpers/service-process.js'
  */
 
 const db = await createSeededDatabase(t)
-const ALL_SIDEBAR = [
-  'dashboard',
-  'contacts',
-  'accounts',
-  'leads',
-  'opportunities',
-  'activities',
-  'reports',
-  'admin',
-]
 
 interface ShellBody {
   app: { key: string }
@@ -72,7 +62,7 @@ t.test(
     )
     t.same(
       body.menus.sidebar.map((item) => item.id),
-      ALL_SIDEBAR,
+      SEED_FULL_SIDEBAR,
       'so the demo user sees every item',
     )
 

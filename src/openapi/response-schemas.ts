@@ -1,4 +1,4 @@
-import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../db/vocabulary.js'
+import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../domain/vocabulary.js'
 import { problemSchema } from '../http/problem.js'
 
 /**

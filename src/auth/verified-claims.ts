@@ -1,38 +1,29 @@
 import type { JWTPayload } from 'jose'
 import type { ClaimPath } from '../config/config.js'
-import { textTag } from '../http/content-tag.js'
 
-/** What the request path needs from a verified token, computed once and cached with it. */
-export interface VerifiedCaller {
+/** What a verified access token says of its caller. */
+export interface VerifiedClaims {
   readonly sub: string
+  /** `preferred_username`; null when absent or not a string. */
+  readonly username: string | null
+  readonly name: string | null
+  readonly email: string | null
   /** Roles found at the roles paths: strings only, de-duplicated, sorted. */
   readonly roles: readonly string[]
-  /** UTF-8 JSON of the response's `user` object, so handlers splice bytes instead of serializing. */
-  readonly userBlock: Buffer
-  /** The user block's content tag: feeds the response ETag without rehashing per request. */
-  readonly userTag: string
   readonly expiresAtMs: number
 }
 
-/** Builds the caller from an already verified payload whose `sub` and `exp` were checked. */
-export function buildVerifiedCaller(
+/** Reads the claims of an already verified payload whose `sub` and `exp` were checked. */
+export function readVerifiedClaims(
   payload: JWTPayload & { sub: string; exp: number },
   rolesPaths: readonly ClaimPath[],
-): VerifiedCaller {
-  const roles = Object.freeze(readRoles(payload, rolesPaths))
-  // Key order is fixed (README, HTTP API): the bytes, and so the ETag, must not vary.
-  const userJson = JSON.stringify({
+): VerifiedClaims {
+  return Object.freeze({
     sub: payload.sub,
     username: readOptionalString(payload.preferred_username),
     name: readOptionalString(payload.name),
     email: readOptionalString(payload.email),
-    roles,
-  })
-  return Object.freeze({
-    sub: payload.sub,
-    roles,
-    userBlock: Buffer.from(userJson, 'utf8'),
-    userTag: textTag(userJson),
+    roles: Object.freeze(readRoles(payload, rolesPaths)),
     expiresAtMs: payload.exp * 1000,
   })
 }

@@ -190,7 +190,7 @@ t.test('real responses of the shell and the inventory validate', async (t) => {
   const apps = await httpRequest(url, '/api/v1/apps', bearer(caller))
   checker.check(t, APPS, observed(apps))
   t.ok(
-    apps.body.equals(service.feed.current()?.appsInventory.identity.body ?? Buffer.alloc(0)),
+    apps.body.equals(service.feed.current()?.appsInventory.bytes() ?? Buffer.alloc(0)),
     'the inventory is sent as precomputed, not serialized from its schema',
   )
   const apps304 = await httpRequest(

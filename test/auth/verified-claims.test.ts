@@ -1,5 +1,5 @@
 import t from 'tap'
-import { readRoles } from '../../src/auth/verified-caller.js'
+import { readRoles } from '../../src/auth/verified-claims.js'
 import { splitClaimPath } from '../../src/config/config.js'
 
 /** The roles claim read from a verified payload: one dot path or several, as Keycloak shapes them. */

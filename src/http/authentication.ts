@@ -1,0 +1,58 @@
+import type { FastifyInstance, FastifyReply, onRequestAsyncHookHandler } from 'fastify'
+import { AuthError, type TokenVerifier } from '../auth/verify-token.js'
+import type { Caller } from '../snapshot/caller.js'
+import { readBearerToken, toHeaderText } from './bearer.js'
+import { sendProblem } from './problem.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified caller, on the routes that run the `authenticate` hook. */
+    caller: Caller
+  }
+}
+
+const CHALLENGE = 'Bearer realm="shell"'
+/** Seconds a client should wait when the identity provider's keys cannot be fetched. */
+const KEYS_RETRY_AFTER_S = '5'
+
+/**
+ * Decorates requests with their `caller` and returns the hook that sets it:
+ * an API route lists it among its `onRequest` hooks, and its handler reads
+ * `request.caller`. Every failure becomes the API's 401 or 503 (README, HTTP
+ * API) before the handler runs.
+ */
+export function registerAuthentication(
+  app: FastifyInstance,
+  verifier: TokenVerifier<Caller>,
+): onRequestAsyncHookHandler {
+  app.decorateRequest('caller', null as unknown as Caller)
+  return async function authenticate(request, reply) {
+    const token = readBearerToken(request.headers.authorization)
+    if (token === null) {
+      return sendProblem(reply, 'unauthorized', 'a Bearer token is required', {
+        'www-authenticate': CHALLENGE,
+      })
+    }
+    try {
+      request.caller = await verifier.authenticate(token)
+    } catch (error) {
+      return sendAuthFailure(reply, error)
+    }
+  }
+}
+
+function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {
+  if (error instanceof AuthError && error.kind === 'keys_unavailable') {
+    return sendProblem(
+      reply,
+      'keysUnavailable',
+      'the identity provider keys cannot be fetched; try again shortly',
+      { 'retry-after': KEYS_RETRY_AFTER_S },
+    )
+  }
+  const description =
+    error instanceof AuthError ? error.description : 'the token could not be verified'
+  return sendProblem(reply, 'invalidToken', description, {
+    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="${toHeaderText(description)}"`,
+  })
+}

@@ -1,0 +1,33 @@
+import type { FastifyInstance, FastifyReply, RouteOptions } from 'fastify'
+import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
+import { API_PREFIX } from './api-conventions.js'
+import { sendProblem } from './problem.js'
+
+const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+
+/**
+ * Any method other than GET and HEAD on an API path gets a 405 with `Allow`:
+ * each GET route under /api/v1/ gets a sibling route for the other methods
+ * the moment it is declared, so a new route needs nothing more. Register
+ * before the routes.
+ */
+export function refuseOtherMethodsOnApiRoutes(app: FastifyInstance): void {
+  app.addHook('onRoute', function addSibling(this: FastifyInstance, route: RouteOptions) {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!route.url.startsWith(API_PREFIX) || !methods.includes('GET')) return
+    this.route({
+      method: OTHER_METHODS,
+      url: route.url,
+      schema: NOT_DOCUMENTED,
+      // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
+      onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
+      handler: (_request, reply) => sendMethodNotAllowed(reply),
+    })
+  })
+}
+
+function sendMethodNotAllowed(reply: FastifyReply): FastifyReply {
+  return sendProblem(reply, 'methodNotAllowed', 'only GET and HEAD are allowed', {
+    allow: 'GET, HEAD',
+  })
+}

@@ -1,0 +1,44 @@
+import { LRUCache } from 'lru-cache'
+import type { TaggedBody } from '../snapshot/types.js'
+import type { Coding } from './accept-encoding.js'
+import { encodeRepresentation, type Representation, representationTag } from './representation.js'
+
+export interface RepresentationCache {
+  /** The body in `coding`: made (joined, compressed) on first use, then kept by its tag. */
+  representationOf(body: TaggedBody, coding: Coding): Representation
+}
+
+/**
+ * Bytes of representations kept: a seed app's shell with its brotli coding
+ * weighs about 3 KB, so some ten thousand callers' shells, as many as the
+ * token cache holds callers by default.
+ */
+const MAX_BYTES = 32 * 1024 * 1024
+/** Charged per representation besides its bytes: the key, the tag, the objects, the cache's bookkeeping. */
+const OVERHEAD_BYTES = 256
+
+/**
+ * The service instance's one cache of response bytes, by representation tag
+ * (so by the bytes and the coding), bounded by the bytes it holds, least
+ * recently used out first. A shell is joined and compressed once per caller
+ * and coding, and found again by a refreshed token of the same user or after
+ * a reload that left the caller's bytes as they were; the inventory is
+ * compressed once per change of what it lists.
+ */
+export function createRepresentationCache(maxBytes = MAX_BYTES): RepresentationCache {
+  const representations = new LRUCache<string, Representation>({
+    maxSize: maxBytes,
+    sizeCalculation: (representation) => representation.body.length + OVERHEAD_BYTES,
+  })
+  return {
+    representationOf(body, coding) {
+      const tag = representationTag(body, coding)
+      let representation = representations.get(tag)
+      if (representation === undefined) {
+        representation = encodeRepresentation(body, coding)
+        representations.set(tag, representation)
+      }
+      return representation
+    },
+  }
+}

@@ -1,0 +1,69 @@
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
+import type { TaggedBody } from '../snapshot/types.js'
+import type { Coding } from './accept-encoding.js'
+
+/** One representation of a body: its bytes, how they are coded, and its strong ETag (quotes included). */
+export interface Representation {
+  readonly body: Buffer
+  readonly coding: Coding
+  readonly etag: string
+}
+
+/** A body this small is sent as it is: compressing it saves less than its headers cost. */
+const MIN_CODED_BYTES = 1_024
+/**
+ * Bodies from this size on are made once per change, not per caller (the
+ * apps inventory, a script): worth a harder effort than a shell body, which
+ * is compressed on the request that first asks for it.
+ */
+const LARGE_BODY_BYTES = 64 * 1024
+/**
+ * brotli's quality by body size (bench/README.md, "Compression"): 2 for a
+ * shell, at about half the time of 4 for 2 % more bytes; 5 for a large body,
+ * past which the inventory does not shrink. gzip's default level 6 for both:
+ * the levels above it buy nothing here.
+ */
+const BROTLI_QUALITY = { small: 2, large: 5 } as const
+const GZIP_LEVEL = 6
+
+/**
+ * The tag (without quotes) of `body` sent in `coding`: its own tag as it is
+ * (identity, or a body too small to compress), else that tag with the
+ * coding's suffix, which keeps each coding's tag strong, distinct and the
+ * same on every instance (RFC 9110 section 8.8.3). Event streams use it to
+ * send the tag a GET would get, without the coded bytes.
+ */
+export function representationTag(body: Omit<TaggedBody, 'bytes'>, coding: Coding): string {
+  if (coding === 'identity' || body.byteLength < MIN_CODED_BYTES) return body.tag
+  return `${body.tag}.${coding === 'br' ? 'br' : 'gz'}`
+}
+
+/** The body in `coding`, compressed now, with its tag. */
+export function encodeRepresentation(body: TaggedBody, coding: Coding): Representation {
+  const tag = representationTag(body, coding)
+  const bytes = body.bytes()
+  if (coding === 'identity' || tag === body.tag) {
+    return Object.freeze({ body: bytes, coding: 'identity', etag: `"${tag}"` })
+  }
+  return Object.freeze({ body: compress(bytes, coding), coding, etag: `"${tag}"` })
+}
+
+/**
+ * zlib's sync calls return a slice of their 16 KB output chunk: kept as it
+ * is, every shell's coding would hold 16 KB for a few hundred bytes. The
+ * copy weighs what it holds (small ones share Node's buffer pool).
+ */
+function compress(body: Buffer, coding: Exclude<Coding, 'identity'>): Buffer {
+  const coded =
+    coding === 'gzip'
+      ? gzipSync(body, { level: GZIP_LEVEL })
+      : brotliCompressSync(body, {
+          params: {
+            [constants.BROTLI_PARAM_QUALITY]:
+              body.length < LARGE_BODY_BYTES ? BROTLI_QUALITY.small : BROTLI_QUALITY.large,
+            [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+            [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+          },
+        })
+  return coded.buffer.byteLength > coded.length ? Buffer.from(coded) : coded
+}

@@ -1,0 +1,44 @@
+import type { VerifiedClaims } from '../auth/verified-claims.js'
+import { contentTag } from './content-tag.js'
+
+/**
+ * Who asks, as the responses see them: made once per verified token (the
+ * token cache keeps it), so that a request splices the user block's bytes
+ * and reads its tag instead of serializing and hashing.
+ */
+export interface Caller {
+  readonly sub: string
+  /** De-duplicated and sorted: the role-set key is built from them. */
+  readonly roles: readonly string[]
+  /** The token's `exp`: an event stream ends then. */
+  readonly expiresAtMs: number
+  /** UTF-8 JSON of the response's `user` object. */
+  readonly userBlock: Buffer
+  readonly userTag: string
+  /**
+   * The caller's rollout buckets (snapshot/audience.ts) by `<appKey>/<itemKey>`,
+   * each hashed once for this token when first needed: a warm request on an
+   * app with rollouts hashes nothing. Bounded by the rollout items the caller
+   * asks about, and gone with the token's cache entry.
+   */
+  readonly rolloutBuckets: Map<string, number>
+}
+
+export function buildCaller(claims: VerifiedClaims): Caller {
+  // Key order is fixed (README, HTTP API): the bytes, and so the ETag, must not vary.
+  const userJson = JSON.stringify({
+    sub: claims.sub,
+    username: claims.username,
+    name: claims.name,
+    email: claims.email,
+    roles: claims.roles,
+  })
+  return Object.freeze({
+    sub: claims.sub,
+    roles: claims.roles,
+    expiresAtMs: claims.expiresAtMs,
+    userBlock: Buffer.from(userJson, 'utf8'),
+    userTag: contentTag(userJson),
+    rolloutBuckets: new Map(),
+  })
+}
