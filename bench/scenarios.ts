@@ -8,14 +8,15 @@ import { outage } from './scenarios/outage.js'
 import { refresh } from './scenarios/refresh.js'
 import { shell } from './scenarios/shell.js'
 import { snapshot } from './scenarios/snapshot.js'
+import { standby } from './scenarios/standby.js'
 import { streams } from './scenarios/streams.js'
 
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
- * the floods of new tokens and reloads; streams, deploy and outage, with
- * services (and for outage a database) of their own, come last, so they
- * leave nothing behind for the others.
+ * the floods of new tokens and reloads; streams, deploy, outage and
+ * standby, with services (and for outage and standby databases) of their
+ * own, come last, so they leave nothing behind for the others.
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
@@ -28,4 +29,5 @@ export const SCENARIOS: readonly Scenario[] = [
   streams,
   deploy,
   outage,
+  standby,
 ]

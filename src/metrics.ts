@@ -15,6 +15,7 @@ export interface Metrics {
   readonly tokenVerifications: Counter<'result'>
   readonly tokenCache: Counter<'result'>
   readonly feedListening: Gauge
+  readonly feedReplayWait: Histogram
   readonly jwksFetches: Counter<'result'>
   readonly eventStreams: Gauge
   readonly eventStreamsMax: Gauge
@@ -110,6 +111,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     feedListening: new Gauge({
       name: 'shell_feed_listening',
       help: '1 while LISTEN is in place on the listening connection and it has not been found deaf, else 0.',
+      registers: [registry],
+    }),
+    feedReplayWait: new Histogram({
+      name: 'shell_feed_replay_wait_seconds',
+      help: 'Time a reload asked for by a notification waited for the standby it reads to replay the commit (zero: caught up already); only when reading from a standby. Past 10 it gave up waiting.',
+      // From a standby that has caught up (0, or a few ms of polling) to the 10 s the wait is
+      // capped at: a wait that gave up is just over 10 and counts in +Inf only.
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
     jwksFetches: new Counter({

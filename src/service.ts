@@ -15,7 +15,8 @@ import { hostInUrl } from './config/host-address.js'
 import { computeBackoffMs } from './db/backoff.js'
 import { connectDatabase } from './db/connect.js'
 import { databaseErrorFields } from './db/database-errors.js'
-import { MigrationError, migrateDatabase } from './db/migrate.js'
+import { MigrationError } from './db/migrate.js'
+import { prepareSchema, type SchemaTargets } from './db/prepare-schema.js'
 import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
@@ -23,7 +24,7 @@ import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
-import type { Snapshot } from './snapshot/types.js'
+import type { Snapshot, SnapshotSource } from './snapshot/types.js'
 
 export interface Service {
   readonly app: FastifyInstance
@@ -96,19 +97,25 @@ export async function startService(
     })
     releasers.add('token verifier', () => verifier.close())
 
-    const feed = createSnapshotFeed({
-      sql,
-      feedUrl: config.feedDatabaseUrl ?? location.url,
-      logger,
-      metrics,
-    })
+    const feedUrl = config.feedDatabaseUrl ?? location.url
+    const feed = createSnapshotFeed({ sql, feedUrl, logger, metrics })
     releasers.add('snapshot feed', () => feed.close())
+    // Migrations go to the primary, where the advisory lock holds (CONTRACT 3): through
+    // FEED_DATABASE_URL when it names another database than DATABASE_URL. Used at start
+    // only: its connection closes once idle for a minute (db/connect.ts).
+    const migrationSql =
+      feedUrl === location.url
+        ? null
+        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate' })
+    if (migrationSql !== null)
+      releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
+    const preparation = createPreparation()
 
     const app = buildApp({
       logger,
       metrics,
       verifier,
-      snapshots: feed,
+      snapshots: preparation.explain(feed),
       logRequests: config.logRequests,
       corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
@@ -123,16 +130,21 @@ export async function startService(
     const url = `http://${hostInUrl(config.host)}:${boundPort}`
     logger.info({ url }, `listening on ${url}`)
 
-    // Ends the retries below when the service closes before the database was ever reached.
-    const preparation = new AbortController()
     releasers.add('database preparation', () => preparation.abort())
     const started = prepareDatabaseThenFeed({
       config,
       logger,
       sql,
+      schema: {
+        migrations:
+          migrationSql === null
+            ? { sql, variable: 'DATABASE_URL' }
+            : { sql: migrationSql, variable: 'FEED_DATABASE_URL' },
+        reads: migrationSql === null ? null : { sql, variable: 'DATABASE_URL' },
+      },
       embedded: location.embedded,
       feed,
-      signal: preparation.signal,
+      preparation,
     })
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
@@ -174,35 +186,72 @@ export async function startService(
 }
 
 /**
- * Migrations and seeds, retried while the database cannot be reached; a
- * broken migration is fatal. Closing the service ends the retries (the pool
- * is gone then) and resolves without starting the feed.
+ * What the start is waiting for before the feed starts, for /readyz: the
+ * migrations a read-only database still lacks. Closing the service aborts it.
+ */
+interface Preparation {
+  readonly signal: AbortSignal
+  /** The feed as /readyz sees it: while the schema is awaited, that is the reason. */
+  explain(feed: SnapshotFeed): SnapshotSource
+  awaitSchema(reason: string | null): void
+  abort(): void
+}
+
+function createPreparation(): Preparation {
+  // Ends the retries below when the service closes before the database was ever reached.
+  const controller = new AbortController()
+  let awaited: string | null = null
+  return {
+    signal: controller.signal,
+    explain: (feed) => ({ ...feed, notReadyReason: () => awaited ?? feed.notReadyReason() }),
+    awaitSchema(reason) {
+      awaited = reason
+    },
+    abort: () => controller.abort(),
+  }
+}
+
+/**
+ * Migrations (or, on a read-only database, the check that they are there)
+ * and seeds, retried while the database cannot be reached or lacks
+ * migrations; a broken migration is fatal. Closing the service ends the
+ * retries (the pool is gone then) and resolves without starting the feed.
  */
 async function prepareDatabaseThenFeed(context: {
   config: Config
   logger: Logger
   sql: ReturnType<typeof connectDatabase>
+  schema: SchemaTargets
   embedded: boolean
   feed: SnapshotFeed
-  signal: AbortSignal
+  preparation: Preparation
 }): Promise<void> {
-  const { config, logger, sql, embedded, feed, signal } = context
+  const { config, logger, sql, schema, embedded, feed, preparation } = context
+  const { signal } = preparation
+  let lastReason: string | null = null
   for (let attempt = 1; !signal.aborted; attempt += 1) {
+    const retryInMs = computeBackoffMs(attempt)
     try {
-      if (config.migrate === 'auto') await migrateDatabase(sql, { logger })
-      if (embedded) await seedEmptyDatabase(sql, logger)
-      break
+      const reason = config.migrate === 'auto' ? await prepareSchema(schema, logger) : null
+      preparation.awaitSchema(reason)
+      if (reason === null) {
+        if (embedded) await seedEmptyDatabase(sql, logger)
+        break
+      }
+      // Said when it changes, not on every check.
+      if (reason !== lastReason) logger.warn({ reason }, 'waiting for migrations; checking again')
+      lastReason = reason
     } catch (error) {
       if (error instanceof MigrationError) throw error
       if (signal.aborted) return
-      const retryInMs = computeBackoffMs(attempt)
       logger.warn(
         { ...databaseErrorFields(error), attempt, retryInMs },
         'database not ready for migrations; retrying',
       )
-      await sleep(retryInMs, undefined, { signal }).catch(() => {})
     }
+    await sleep(retryInMs, undefined, { signal }).catch(() => {})
   }
+  if (lastReason !== null) logger.info('every migration is applied')
   if (!signal.aborted) feed.start()
 }
 

@@ -14,7 +14,7 @@ import { runMigrate } from './migrate-command.js'
 import { runToken } from './token-command.js'
 
 const USAGE = `usage:
-  shell-data migrate                 apply sql/ migrations
+  shell-data migrate                 apply sql/ migrations (through FEED_DATABASE_URL when set)
   shell-data import FILE...          apply app definitions (all files are checked before anything is written)
   shell-data import --dry-run FILE...
                                      check them and print, per app, what an import would change; write nothing

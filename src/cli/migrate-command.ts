@@ -7,8 +7,10 @@ export async function runMigrate(args: string[], context: CommandContext): Promi
     process.stderr.write('shell-data migrate: takes no arguments\n')
     return 1
   }
-  const result = await withDatabase(context, (sql) =>
-    migrateDatabase(sql, { logger: context.logger }),
+  const result = await withDatabase(
+    context,
+    (sql) => migrateDatabase(sql, { logger: context.logger }),
+    { primary: true },
   )
   for (const name of result.applied) process.stdout.write(`applied ${name}\n`)
   process.stdout.write(

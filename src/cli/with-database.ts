@@ -9,13 +9,17 @@ const MISSING_SCHEMA_CODES = new Set(['42P01', '3F000'])
 /**
  * Runs `work` with a pool on the configured database (the embedded one when
  * DATABASE_URL is unset, migrated first since it is ours), and closes
- * everything afterwards, whatever happens.
+ * everything afterwards, whatever happens. `primary`: FEED_DATABASE_URL when
+ * it is set, where migrations go (DATABASE_URL may name a read-only standby).
  */
 export async function withDatabase<T>(
   context: CommandContext,
   work: (sql: Sql) => Promise<T>,
+  options: { primary?: boolean } = {},
 ): Promise<T> {
-  const location = await locateDatabase(context.config.databaseUrl, context.logger)
+  const { config } = context
+  const url = options.primary === true ? config.feedDatabaseUrl : config.databaseUrl
+  const location = await locateDatabase(url, context.logger)
   const sql = connectDatabase(location.url, { max: 2, applicationName: 'shell-data-cli' })
   try {
     if (location.embedded) await migrateDatabase(sql, { logger: context.logger })

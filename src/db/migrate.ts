@@ -68,11 +68,7 @@ export async function migrateDatabase(
       const [record] = await tx<{ checksum: string }[]>`
         select checksum from shell.schema_migrations where name = ${file.name}`
       if (record !== undefined) {
-        if (record.checksum !== file.checksum) {
-          throw new MigrationError(
-            `migration ${file.name} was edited after it was applied (checksum ${record.checksum.slice(0, 12)} in the database, ${file.checksum.slice(0, 12)} on disk); add a new migration instead of editing an applied one`,
-          )
-        }
+        assertUnedited(file, record.checksum)
         return 'already-applied' as const
       }
       await tx.unsafe(file.sql)
@@ -87,4 +83,37 @@ export async function migrateDatabase(
     }
   }
   return { applied, alreadyApplied }
+}
+
+/**
+ * The migration files a database has not applied, in order, without writing
+ * to it (a hot standby, where the primary's are replayed): every file is
+ * pending while the table of applied ones is not there. An applied file
+ * edited since stops the start there too.
+ */
+export async function findUnappliedMigrations(
+  sql: Sql,
+  options: { dir?: string | URL } = {},
+): Promise<string[]> {
+  const files = await readMigrationFiles(options.dir)
+  const [table] = await sql<{ exists: boolean }[]>`
+    select to_regclass('shell.schema_migrations') is not null as exists`
+  if (table?.exists !== true) return files.map((file) => file.name)
+  const rows = await sql<{ name: string; checksum: string }[]>`
+    select name, checksum from shell.schema_migrations`
+  const applied = new Map(rows.map((row) => [row.name, row.checksum]))
+  const unapplied: string[] = []
+  for (const file of files) {
+    const checksum = applied.get(file.name)
+    if (checksum === undefined) unapplied.push(file.name)
+    else assertUnedited(file, checksum)
+  }
+  return unapplied
+}
+
+function assertUnedited(file: MigrationFile, appliedChecksum: string): void {
+  if (appliedChecksum === file.checksum) return
+  throw new MigrationError(
+    `migration ${file.name} was edited after it was applied (checksum ${appliedChecksum.slice(0, 12)} in the database, ${file.checksum.slice(0, 12)} on disk); add a new migration instead of editing an applied one`,
+  )
 }

@@ -86,7 +86,25 @@ export interface SnapshotRead {
   readonly removedApps: readonly string[]
   /** Changes since this read are by transactions at or above this id (xid8, as text): see sql/005_change_xids.sql. */
   readonly watermark: string
+  /** Read from a hot standby (pg_is_in_recovery()): a notified commit may not be replayed yet. */
+  readonly fromStandby: boolean
 }
+
+/*
+ * The watermark on a hot standby. pg_current_xact_id() cannot run there (it
+ * would assign an id: SQLSTATE 25006), and the reads never call it; the
+ * triggers that record changed_xid run on the primary. pg_current_snapshot()
+ * does run there, and its xmin is the oldest transaction that the replayed
+ * WAL shows still running: a standby counts every id below the highest it
+ * has seen as running until it replays that id's commit or abort (ids are
+ * handed out in order, so it fills the gaps), and a commit becomes visible
+ * there only once replayed. So the rule of sql/005_change_xids.sql holds as
+ * it does on the primary: any change a read on the standby did not see was
+ * made by a transaction at or above that read's xmin. The standby's xmin
+ * trails the primary's by the replay lag; a read merely finds a change
+ * later. test/db/standby-watermark.test.ts shows it with a transaction that
+ * commits after a later one.
+ */
 
 /**
  * Everything, in one read-only REPEATABLE READ transaction, so the rows are
@@ -96,8 +114,9 @@ export interface SnapshotRead {
 export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const [[mark], apps, branding, menuItems, grants, labels] = await Promise.all([
-      tx<{ watermark: string }[]>`
-        select pg_snapshot_xmin(pg_current_snapshot())::text as watermark`,
+      tx<{ watermark: string; fromStandby: boolean }[]>`
+        select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+          pg_is_in_recovery() as "fromStandby"`,
       tx<AppRow[]>`
         select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
         from shell.apps a left join shell.app_revisions r using (app_key)`,
@@ -108,7 +127,8 @@ export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
     ])
     if (mark === undefined) throw new Error('the read returned no watermark')
     const rows = { apps, branding, menuItems, grants, labels }
-    return { rows, complete: true, removedApps: [], watermark: mark.watermark }
+    const { watermark, fromStandby } = mark
+    return { rows, complete: true, removedApps: [], watermark, fromStandby }
   })
 }
 
@@ -121,7 +141,9 @@ export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
  * unchanged; its revision tells.
  */
 export async function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
-  const [result] = await sql<(SnapshotRows & { watermark: string; removedApps: string[] })[]>`
+  const [result] = await sql<
+    (SnapshotRows & { watermark: string; fromStandby: boolean; removedApps: string[] })[]
+  >`
     with moved as (
       select r.app_key, a.app_key is null as removed
       from shell.app_revisions r left join shell.apps a using (app_key)
@@ -133,6 +155,7 @@ export async function readRowsChangedSince(sql: Sql, watermark: string): Promise
     )
     select
       pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+      pg_is_in_recovery() as "fromStandby",
       (select coalesce(json_agg(app_key), '[]') from moved where removed) as "removedApps",
       (select coalesce(json_agg(t), '[]') from (
         select ${selectColumns(sql, APP_COLUMNS, 'a')}, r.revision::text as revision
@@ -151,15 +174,17 @@ export async function readRowsChangedSince(sql: Sql, watermark: string): Promise
         select ${selectColumns(sql, LABEL_COLUMNS)} from shell.menu_item_labels
         where menu_item_id = any(array(select id from changed_items))) t) as labels`
   if (result === undefined) throw new Error('the read returned no row')
-  const { apps, branding, menuItems, grants, labels, removedApps } = result
+  const { apps, branding, menuItems, grants, labels, removedApps, fromStandby } = result
   const rows = { apps, branding, menuItems, grants, labels }
-  return { rows, complete: false, removedApps, watermark: result.watermark }
+  return { rows, complete: false, removedApps, watermark: result.watermark, fromStandby }
 }
 
 /** Each app changed since `watermark`, with its revision (null: deleted), and the new watermark. */
 export interface RevisionCheck {
   readonly revisions: ReadonlyMap<string, string | null>
   readonly watermark: string
+  /** Checked on a hot standby. */
+  readonly fromStandby: boolean
 }
 
 /** What a read since `watermark` would find, without its rows: one small row per changed app. */
@@ -167,8 +192,16 @@ export async function readRevisionsChangedSince(
   sql: Sql,
   watermark: string,
 ): Promise<RevisionCheck> {
-  const rows = await sql<{ appKey: string | null; revision: string | null; watermark: string }[]>`
-    select pg_snapshot_xmin(pg_current_snapshot())::text as watermark, moved.*
+  const rows = await sql<
+    {
+      appKey: string | null
+      revision: string | null
+      watermark: string
+      fromStandby: boolean
+    }[]
+  >`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+      pg_is_in_recovery() as "fromStandby", moved.*
     from (select 1) as one left join (
       select r.app_key as "appKey", case when a.app_key is null then null else r.revision::text end as revision
       from shell.app_revisions r left join shell.apps a using (app_key)
@@ -176,5 +209,10 @@ export async function readRevisionsChangedSince(
     ) as moved on true`
   const revisions = new Map<string, string | null>()
   for (const row of rows) if (row.appKey !== null) revisions.set(row.appKey, row.revision)
-  return { revisions, watermark: rows[0]?.watermark ?? watermark }
+  const [first] = rows
+  return {
+    revisions,
+    watermark: first?.watermark ?? watermark,
+    fromStandby: first?.fromStandby ?? false,
+  }
 }

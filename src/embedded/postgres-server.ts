@@ -13,8 +13,11 @@ export const SUPERUSER = 'postgres'
 const START_TIMEOUT_MS = 60_000
 /** A fast shutdown that has not ended after this is cut short. */
 const STOP_TIMEOUT_MS = 15_000
-/** PostgreSQL's own words once it accepts connections (lc_messages is C in the clusters we make). */
-const READY_MESSAGE = 'database system is ready to accept connections'
+/**
+ * PostgreSQL's own words once it accepts connections (lc_messages is C in the
+ * clusters we make); a hot standby says "read-only connections".
+ */
+const READY_MESSAGE = /database system is ready to accept (read-only )?connections/
 /** The PostgreSQL lines kept to explain a failed start. */
 const KEPT_LOG_LINES = 20
 
@@ -189,7 +192,7 @@ function runAs(options: ClusterOptions, binary: string, args: string[]): Running
       logger.trace({ postgres: line }, binary)
       lines.push(line)
       if (lines.length > KEPT_LOG_LINES) lines.shift()
-      if (line.includes(READY_MESSAGE)) markReady(true)
+      if (READY_MESSAGE.test(line)) markReady(true)
     }
   }
   child.stdout?.setEncoding('utf8').on('data', onOutput)

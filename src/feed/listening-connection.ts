@@ -15,11 +15,14 @@ export const CHANGE_CHANNEL = 'shell_changed'
  */
 const DEAF_IN_A_ROW = 2
 /**
- * Once LISTEN is taken not to work, it is tried again this seldom (the pooler
- * may be reconfigured), quietly; the feed's check follows the database
- * meanwhile, and each new LISTEN costs a full reload.
+ * Once LISTEN is taken not to work, or refused by a hot standby, it is tried
+ * again this seldom (the pooler may be reconfigured, the standby promoted),
+ * quietly; the feed's check follows the database meanwhile, and each new
+ * LISTEN costs a full reload.
  */
-const DEAF_RELISTEN_MS = 60_000
+const RELISTEN_SELDOM_MS = 60_000
+/** read_only_sql_transaction: how a hot standby refuses LISTEN ("cannot execute LISTEN during recovery"). */
+const REFUSED_IN_RECOVERY = '25006'
 
 export interface ListeningConnectionOptions {
   /** FEED_DATABASE_URL: a session-mode connection string. */
@@ -41,6 +44,8 @@ export interface ListeningConnection {
   heardCount(): number
   /** A committed change was not announced: the connection is dropped and made again. */
   recycleDeaf(): void
+  /** Runs a query on this connection (the primary's position, for a standby to reach); rejects while there is none. */
+  withConnection<T>(read: (sql: Sql) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -63,6 +68,8 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   let listening = false
   // Found deaf in a row, with no notification heard in between.
   let deafInARow = 0
+  // LISTEN was refused by a hot standby, and that was said.
+  let refusedInRecovery = false
   let closed = false
 
   function connect(): void {
@@ -90,6 +97,8 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       () => {
         if (connection !== client) return
         failures = 0
+        if (refusedInRecovery) logger.info('the database takes LISTEN now: no longer a standby')
+        refusedInRecovery = false
         // Once taken not to work, LISTEN's answer proves nothing: only a notification does.
         setListening(deafInARow < DEAF_IN_A_ROW)
         logger[deafInARow >= DEAF_IN_A_ROW ? 'debug' : 'info']('listening for changes')
@@ -102,6 +111,10 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   /** Whatever ended it first (the LISTEN failing, the connection closing), it is dropped once. */
   function lose(connection: Sql, error: unknown): void {
     if (connection !== client || closed) return
+    if ((error as { code?: unknown }).code === REFUSED_IN_RECOVERY) {
+      refuseInRecovery(error)
+      return
+    }
     const wasListening = listening
     failures += 1
     const retryInMs = computeBackoffMs(failures)
@@ -113,6 +126,25 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
     )
     if (!wasListening) options.onListenFailed(error)
     reconnectAfter(retryInMs)
+  }
+
+  /**
+   * A hot standby in FEED_DATABASE_URL (or in DATABASE_URL with no
+   * FEED_DATABASE_URL) refuses LISTEN for as long as it is one: said once,
+   * then tried again once a minute, quietly, for a promotion.
+   */
+  function refuseInRecovery(error: unknown): void {
+    if (!refusedInRecovery) {
+      logger.warn(
+        { ...databaseErrorFields(error), retryInMs: RELISTEN_SELDOM_MS },
+        'cannot LISTEN: the database is a hot standby, which refuses it; set FEED_DATABASE_URL to the primary so that changes arrive within the standby lag. Until then changes are found by checking the database every second, and LISTEN is tried again once a minute',
+      )
+    } else {
+      logger.debug({ retryInMs: RELISTEN_SELDOM_MS }, 'LISTEN refused again: still a standby')
+    }
+    refusedInRecovery = true
+    options.onListenFailed(error)
+    reconnectAfter(RELISTEN_SELDOM_MS)
   }
 
   function reconnectAfter(delayMs: number): void {
@@ -145,11 +177,16 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       }
       if (deafInARow === DEAF_IN_A_ROW) {
         logger.warn(
-          { retryInMs: DEAF_RELISTEN_MS },
+          { retryInMs: RELISTEN_SELDOM_MS },
           'LISTEN does not work through FEED_DATABASE_URL: notifications never arrive, even on a new connection, as behind a transaction pooler (PgBouncer in transaction mode); point FEED_DATABASE_URL at PostgreSQL or at a session-mode pool. Until then changes are found by checking the database every second',
         )
       }
-      reconnectAfter(DEAF_RELISTEN_MS)
+      reconnectAfter(RELISTEN_SELDOM_MS)
+    },
+    withConnection(read) {
+      return client === undefined
+        ? Promise.reject(new Error('the listening connection is being made again'))
+        : read(client)
     },
     async close() {
       closed = true

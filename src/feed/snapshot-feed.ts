@@ -9,16 +9,19 @@ import {
   type SnapshotRead,
 } from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
-import { buildFromRead, buildSnapshot, revisionInSnapshot } from '../snapshot/build.js'
+import { buildFromRead, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
+import { createReplayWait } from './replay-wait.js'
+import { createWindowTimer } from './window-timer.js'
+import { withDeadline } from './with-deadline.js'
 
 export { CHANGE_CHANNEL } from './listening-connection.js'
 
 export interface SnapshotFeedOptions {
-  /** The pool reloads and checks read through (DATABASE_URL). */
+  /** The pool reloads and checks read through (DATABASE_URL): the primary, a pooler or a standby. */
   readonly sql: Sql
-  /** Session-mode connection string for LISTEN (FEED_DATABASE_URL). */
+  /** Session-mode connection string to the primary, for LISTEN (FEED_DATABASE_URL). */
   readonly feedUrl: string
   readonly logger: Logger
   readonly metrics: Metrics
@@ -31,10 +34,12 @@ export interface SnapshotFeedOptions {
   readonly checkIntervalMs?: number
   /** How long a read may take before it is given up as failed (a connection gone silent). */
   readonly readTimeoutMs?: number
+  /** How long a reload waits at most for a standby to replay a notified commit (replay-wait.ts). */
+  readonly replayWaitMaxMs?: number
 }
 
 export interface SnapshotFeed extends SnapshotSource {
-  /** Asks for a reload, as a notification would. */
+  /** Asks for a reload, as a notification would (waiting for a standby to replay, too). */
   requestReload(): void
   /** Starts listening and loading; returns at once, the first load runs in the background. */
   start(): void
@@ -54,9 +59,6 @@ const CHECK_INTERVAL_MS = 1_000
  * silent (a partition), which TCP may hold for minutes.
  */
 const READ_TIMEOUT_MS = 30_000
-/** Timers cannot wait longer (24.8 days); a window boundary further ahead is waited for in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-const NO_ROWS = { apps: [], branding: [], menuItems: [], grants: [], labels: [] }
 
 /**
  * Keeps an immutable snapshot of the database fresh, in the shape of
@@ -74,15 +76,22 @@ const NO_ROWS = { apps: [], branding: [], menuItems: [], grants: [], labels: [] 
  *   and is retried after a capped, jittered backoff (`retryTimer`); a
  *   notification waits for the retry, while a new LISTEN or a check that
  *   reached the database does not.
+ * - **Waiting for a standby**: when the reads come from a hot standby, a
+ *   reload that a notification or a new LISTEN asked for (`replayPending`)
+ *   first waits until the standby has replayed what the primary had written
+ *   by then (replay-wait.ts), so it does not read it stale. Notifications
+ *   that arrive meanwhile fold into the next reload, which takes the
+ *   primary's position anew.
  * - **Checking**, every second, between reloads: the database is asked which
  *   apps changed since the last read. A change found there is reloaded; if
  *   nothing was heard about it a second later either, the listening
  *   connection is deaf (half-open, or behind a transaction pooler) and is
  *   made again. A check that finds nothing confirms the snapshot as fresh
  *   (`shell_snapshot_age_seconds`).
- * - **Windows**: the snapshot in service knows the next instant an item's
- *   window opens or closes; a timer set for it makes the snapshot again
- *   then, with no database change and whether or not the database answers.
+ * - **Windows** (window-timer.ts): the snapshot in service knows the next
+ *   instant an item's window opens or closes; a timer set for it makes the
+ *   snapshot again then, with no database change and whether or not the
+ *   database answers.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { sql, feedUrl, logger, metrics } = options
@@ -93,12 +102,15 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let snapshot: Snapshot | undefined
   // Where the next read starts (see sql/005_change_xids.sql); undefined until a full read.
   let watermark: string | undefined
+  // Whether the last read came from a hot standby; undefined until a read.
+  let readsStandby: boolean | undefined
   let confirmedAt: number | null = null
   let lastError: string | null = null
   let closed = false
 
   let dirty = false
   let fullRead = false
+  let replayPending = false
   let reloading = false
   let retryTimer: NodeJS.Timeout | undefined
   let failures = 0
@@ -109,15 +121,29 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   // The listening connection's count when a check found a change no notification announced.
   let unannouncedAt: number | undefined
 
-  let windowTimer: NodeJS.Timeout | undefined
+  const windows = createWindowTimer({ current: () => snapshot, swap: swapSnapshot })
   let listener: ListeningConnection | undefined
   const swapListeners = new Set<(snapshot: Snapshot) => void>()
+  const closing = new AbortController()
+  const replayWait = createReplayWait({
+    sql,
+    onPrimary: (read) => listener?.withConnection(read) ?? Promise.reject(new Error('not started')),
+    logger,
+    metrics,
+    signal: closing.signal,
+    maxWaitMs: options.replayWaitMaxMs,
+  })
 
-  /** `proven`: the database was just reached, so a retry's backoff need not be waited out. */
-  function requestReload(reload: { full?: boolean; proven?: boolean } = {}): void {
+  /**
+   * `proven`: the database was just reached, so a retry's backoff need not be
+   * waited out. `announced`: a notification or a new LISTEN asks for it, so a
+   * standby is waited for.
+   */
+  function requestReload(reload: { full?: boolean; proven?: boolean; announced?: boolean }): void {
     if (closed) return
     dirty = true
     fullRead ||= reload.full === true
+    replayPending ||= reload.announced === true
     if (retryTimer !== undefined && reload.proven !== true) return
     clearTimeout(retryTimer)
     retryTimer = undefined
@@ -130,6 +156,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       dirty = false
       const since = fullRead ? undefined : watermark
       fullRead = false
+      if (replayPending) {
+        replayPending = false
+        await replayWait.untilReplayed(readsStandby)
+      }
       const startedAt = performance.now()
       try {
         const read = await withDeadline(
@@ -137,6 +167,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
           readTimeoutMs,
         )
         reads += 1
+        readsStandby = read.fromStandby
         const next = await build(read, snapshot)
         watermark = read.watermark
         failures = 0
@@ -175,24 +206,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     if (next === snapshot) return
     snapshot = next
     logger.info({ apps: next.appKeys.length }, 'snapshot loaded')
-    armWindowTimer()
+    if (!closed) windows.arm(next)
     for (const swapListener of swapListeners) swapListener(next)
-  }
-
-  function armWindowTimer(): void {
-    clearTimeout(windowTimer)
-    const at = snapshot?.nextChangeAt
-    if (closed || at === null || at === undefined) return
-    windowTimer = setTimeout(applyWindows, Math.min(Math.max(at - Date.now(), 0), MAX_TIMER_MS))
-  }
-
-  /** A window opened or closed: the bytes change by themselves, with no database change. */
-  function applyWindows(): void {
-    const current = snapshot
-    if (current === undefined || closed) return
-    // A boundary further than one timer can wait: wait again.
-    if ((current.nextChangeAt ?? Number.POSITIVE_INFINITY) > Date.now()) armWindowTimer()
-    else swapSnapshot(buildSnapshot(NO_ROWS, { previous: current, complete: false }))
   }
 
   /** Runs between reloads; see the states above. */
@@ -205,14 +220,19 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       const heardBefore = listener?.heardCount()
       try {
         const check = await withDeadline(readRevisionsChangedSince(sql, since), readTimeoutMs)
+        readsStandby = check.fromStandby
         const moved = [...check.revisions].some(
           ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
         )
         const heard = listener?.heardCount()
         // Nothing heard for a second since a change was found unannounced: deaf.
         if (unannouncedAt !== undefined && unannouncedAt === heard) listener?.recycleDeaf()
+        // A standby that lags past the wait shows changes long after they were announced.
+        const announcedEarlier = check.fromStandby && replayWait.isBehind()
         unannouncedAt =
-          moved && heard === heardBefore && listener?.isListening() ? heard : undefined
+          moved && heard === heardBefore && listener?.isListening() && !announcedEarlier
+            ? heard
+            : undefined
         if (moved) requestReload({ proven: true })
         else if (reads === readsBefore && snapshot === current) {
           // The snapshot matches the database as of this check: the next read may start here.
@@ -240,46 +260,30 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       swapListeners.add(swapListener)
       return () => swapListeners.delete(swapListener)
     },
-    requestReload: () => requestReload({ proven: true }),
+    requestReload: () => requestReload({ proven: true, announced: true }),
     start() {
       listener = startListening({
         url: feedUrl,
         logger,
         metrics,
-        onListen: () => requestReload({ full: true, proven: true }),
-        onNotify: () => requestReload(),
+        onListen: () => requestReload({ full: true, proven: true, announced: true }),
+        onNotify: () => requestReload({ announced: true }),
         onListenFailed(error) {
           lastError ??= describeDatabaseError(error)
           // The first load does not wait for LISTEN: a database that allows reads but not
           // LISTEN (a pooler misconfiguration) still gives a ready instance.
-          if (snapshot === undefined) requestReload()
+          if (snapshot === undefined) requestReload({})
         },
       })
       checkTimer = setTimeout(() => void checkForUnheardChanges(), checkIntervalMs)
     },
     async close() {
       closed = true
+      closing.abort()
       clearTimeout(retryTimer)
       clearTimeout(checkTimer)
-      clearTimeout(windowTimer)
+      windows.clear()
       await listener?.close()
     },
   }
-}
-
-/**
- * The read, or a READ_TIMEOUT error once `ms` have passed. The read itself
- * cannot be stopped (its connection is silent); it is left to settle, and
- * ignored, while the next attempt takes another connection of the pool.
- */
-function withDeadline<T>(read: Promise<T>, ms: number): Promise<T> {
-  read.catch(() => {})
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const message = `the database did not answer within ${ms} ms`
-      reject(Object.assign(new Error(message), { code: 'READ_TIMEOUT' }))
-    }, ms)
-  })
-  return Promise.race([read, deadline]).finally(() => clearTimeout(timer))
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import { findFreePort } from '../../src/embedded/embedded.js'
-import { resolvePostgresRuntime } from '../../src/embedded/postgres-runtime.js'
+import { type OsUser, resolvePostgresRuntime } from '../../src/embedded/postgres-runtime.js'
 import {
   initialiseCluster,
   type PostgresServer,
@@ -60,6 +60,8 @@ async function startEmbedded(): Promise<TestPostgres> {
 export interface PrivatePostgres {
   readonly adminUrl: string
   readonly port: number
+  /** Its data folder (PGDATA), owned by the user the server runs as: a standby is made from a copy. */
+  readonly dataDir: string
   /** The same server, another database. */
   urlFor(database: string): string
   /** Stops the server, keeping its data. */
@@ -83,22 +85,35 @@ const TEST_SETTINGS = {
   max_connections: '300',
 }
 
+export interface PrivatePostgresOptions {
+  /** Settings beside the test ones, such as a standby's. */
+  readonly settings?: Readonly<Record<string, string>>
+  /**
+   * Fills the data folder instead of initdb (a standby: a copy of a stopped
+   * primary's). `owner` is who the server runs as (null: this process's user).
+   */
+  readonly fillDataDir?: (dataDir: string, owner: OsUser | null) => Promise<void>
+}
+
 /**
  * Through the service's own embedded-PostgreSQL code, so the suite runs
  * wherever `npm start` does: as root from a clone the postgres OS user
  * cannot enter, the server runs as that user from root's copy of the
  * binaries, on a temp folder it owns.
  */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(
+  options: PrivatePostgresOptions = {},
+): Promise<PrivatePostgres> {
   const logger = pino({ level: 'silent' })
   const runtime = await resolvePostgresRuntime(logger)
   const home = await mkdtemp(join(tmpdir(), 'shell-data-test-pg-'))
   if (runtime.user !== null) await chown(home, runtime.user.uid, runtime.user.gid)
   const dataDir = join(home, 'pg')
   const port = await findFreePort()
+  const settings = { ...TEST_SETTINGS, ...options.settings }
   let server: PostgresServer | undefined
   const start = async () => {
-    server = await startPostgresServer({ runtime, dataDir, port, logger, settings: TEST_SETTINGS })
+    server = await startPostgresServer({ runtime, dataDir, port, logger, settings })
   }
   const stop = async () => {
     await server?.stop()
@@ -113,7 +128,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     return removed
   }
   try {
-    await initialiseCluster({ runtime, dataDir, logger, password: PASSWORD })
+    if (options.fillDataDir === undefined) {
+      await initialiseCluster({ runtime, dataDir, logger, password: PASSWORD })
+    } else {
+      await options.fillDataDir(dataDir, runtime.user)
+    }
     await start()
   } catch (error) {
     await remove()
@@ -121,5 +140,5 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   }
   const urlFor = (database: string) =>
     `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`
-  return { adminUrl: urlFor('postgres'), port, urlFor, stop, start, remove }
+  return { adminUrl: urlFor('postgres'), port, dataDir, urlFor, stop, start, remove }
 }

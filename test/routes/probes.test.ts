@@ -135,6 +135,7 @@ const METRICS: [string, string][] = [
   ['shell_token_verifications_total', 'counter'],
   ['shell_token_cache_total', 'counter'],
   ['shell_feed_listening', 'gauge'],
+  ['shell_feed_replay_wait_seconds', 'histogram'],
   ['shell_jwks_fetches_total', 'counter'],
   ['shell_event_streams_max', 'gauge'],
 ]
@@ -165,6 +166,7 @@ t.test('/metrics: every documented metric and the process metrics, without a tok
   const sample = (pattern: string) => new RegExp(`^${pattern} (\\S+)$`, 'm').exec(text)?.[1]
   t.equal(sample('shell_snapshot_loaded'), '1')
   t.equal(sample('shell_feed_listening'), '1')
+  t.equal(sample('shell_feed_replay_wait_seconds_count'), '0', 'a primary is not waited for')
   t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
   t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
   t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)

@@ -1,0 +1,71 @@
+import type { Sql } from './connect.js'
+
+/**
+ * Positions in the write-ahead log, as byte offsets from `0/0` (a pg_lsn is
+ * one, printed as two hex halves): a bigint compares and subtracts where a
+ * pg_lsn's text does not.
+ */
+export type WalPosition = bigint
+
+/** XLOG page headers (access/xlog_internal.h): short on every page, long on a segment's first. */
+const SHORT_PAGE_HEADER = 24n
+const LONG_PAGE_HEADER = 40n
+
+/**
+ * Where the primary's log ends: the end of the last record it has inserted,
+ * which a standby has replayed once its `pg_last_wal_replay_lsn()` is there.
+ * Read through a connection to the primary (FEED_DATABASE_URL); one cheap
+ * query, no lock. Inserted, not written (`pg_current_wal_lsn()`): with
+ * `synchronous_commit=off` a commit that has notified may not be written yet.
+ */
+export async function readPrimaryWalEnd(sql: Sql): Promise<WalPosition> {
+  const [row] = await sql<{ inserted: string; page: string; segment: string }[]>`
+    select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as inserted,
+      current_setting('wal_block_size') as page,
+      (select setting from pg_settings where name = 'wal_segment_size') as segment`
+  if (row === undefined) throw new Error('the primary returned no WAL position')
+  return findLastRecordEnd(BigInt(row.inserted), BigInt(row.page), BigInt(row.segment))
+}
+
+/**
+ * `pg_current_wal_insert_lsn()` is where the next record goes. When the last
+ * record ended on a page boundary, that is past the next page's header, while
+ * a standby's replay position stops at the boundary: compared as they are,
+ * a standby that has replayed everything would seem behind until the
+ * primary writes again. Nothing but the header lies between the two.
+ */
+export function findLastRecordEnd(
+  inserted: WalPosition,
+  pageBytes: bigint,
+  segmentBytes: bigint,
+): WalPosition {
+  if (inserted % segmentBytes === LONG_PAGE_HEADER) return inserted - LONG_PAGE_HEADER
+  if (inserted % pageBytes === SHORT_PAGE_HEADER) return inserted - SHORT_PAGE_HEADER
+  return inserted
+}
+
+/** What the database the snapshots are read from has replayed; `inRecovery` false: not a standby. */
+export interface ReplayState {
+  readonly inRecovery: boolean
+  /** Null where nothing was ever replayed (a primary that never recovered). */
+  readonly replayed: WalPosition | null
+}
+
+/** One cheap query on the standby (DATABASE_URL), polled while a reload waits for it. */
+export async function readReplayState(sql: Sql): Promise<ReplayState> {
+  const [row] = await sql<{ inRecovery: boolean; replayed: string | null }[]>`
+    select pg_is_in_recovery() as "inRecovery",
+      (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::text as replayed`
+  if (row === undefined) throw new Error('the database returned no replay position')
+  return {
+    inRecovery: row.inRecovery,
+    replayed: row.replayed === null ? null : BigInt(row.replayed),
+  }
+}
+
+/** `0/14D9578`, as PostgreSQL prints a pg_lsn: for log lines. */
+export function formatWalPosition(position: WalPosition): string {
+  const high = position >> 32n
+  const low = position & 0xffffffffn
+  return `${high.toString(16).toUpperCase()}/${low.toString(16).toUpperCase()}`
+}

@@ -1,0 +1,128 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Logger } from 'pino'
+import type { Sql } from '../db/connect.js'
+import { databaseErrorFields } from '../db/database-errors.js'
+import {
+  formatWalPosition,
+  type ReplayState,
+  readPrimaryWalEnd,
+  readReplayState,
+  type WalPosition,
+} from '../db/wal-positions.js'
+import type { Metrics } from '../metrics.js'
+import { withDeadline } from './with-deadline.js'
+
+/**
+ * The longest a reload waits for the standby (CONTRACT 4, "Reading from a
+ * standby"): one further behind is read as it is, and the check every second
+ * finds the change once it is replayed.
+ */
+const REPLAY_WAIT_MAX_MS = 10_000
+/**
+ * The standby is asked again after 10 ms, doubling to 100 ms: one that
+ * lags by milliseconds is read within milliseconds, one that lags by a
+ * second costs about ten small queries, and the change is served within the
+ * lag plus 100 ms at worst.
+ */
+const POLL_FIRST_MS = 10
+const POLL_CAP_MS = 100
+
+export interface ReplayWaitOptions {
+  /** The pool snapshots are read through (DATABASE_URL): the standby. */
+  readonly sql: Sql
+  /** Runs a query on the primary, through the listening connection (FEED_DATABASE_URL). */
+  readonly onPrimary: <T>(read: (sql: Sql) => Promise<T>) => Promise<T>
+  readonly logger: Logger
+  readonly metrics: Metrics
+  /** Ends a wait at once (the feed closes). */
+  readonly signal: AbortSignal
+  /** Default 10 s (REPLAY_WAIT_MAX_MS). */
+  readonly maxWaitMs?: number | undefined
+}
+
+export interface ReplayWait {
+  /**
+   * Resolves once the standby has replayed the primary's WAL as far as the
+   * primary had inserted it when this was called, or at the latest after
+   * 10 s; never rejects (the read that follows reports a database that is
+   * gone). `fromStandby` is what the last read found: false skips it all,
+   * undefined (nothing read yet) asks the database first.
+   */
+  untilReplayed(fromStandby: boolean | undefined): Promise<void>
+  /** Since a wait gave up, until one succeeds: the standby lags more than the wait allows. */
+  isBehind(): boolean
+}
+
+/**
+ * A notification can arrive before the standby has replayed the commit that
+ * sent it; a reload that read the standby then would read it stale and
+ * leave the change to the check. So a reload that a notification asks for
+ * first takes the primary's WAL position, then polls the standby's replay
+ * position until it is there. `shell_feed_replay_wait_seconds` observes
+ * every wait on a standby, zero included; a database that is not a standby
+ * is not waited for, nor observed (the histogram counts the waits that a
+ * standby costs, and nothing else).
+ */
+export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
+  const { sql, onPrimary, logger, metrics, signal } = options
+  const maxWaitMs = options.maxWaitMs ?? REPLAY_WAIT_MAX_MS
+  let behind = false
+
+  async function untilReplayed(fromStandby: boolean | undefined): Promise<void> {
+    if (fromStandby === false || signal.aborted) return
+    const startedAt = performance.now()
+    const remainingMs = () => Math.max(startedAt + maxWaitMs - performance.now(), 0)
+    try {
+      // Nothing read yet: a database that is not a standby is not asked about a primary.
+      if (fromStandby === undefined) {
+        const first = await withDeadline(readReplayState(sql), maxWaitMs)
+        if (!first.inRecovery) return
+      }
+      const target = await withDeadline(onPrimary(readPrimaryWalEnd), remainingMs())
+      for (let attempt = 1; !signal.aborted; attempt += 1) {
+        // The last poll, when the time is up, still gets an answer's time.
+        const state = await withDeadline(readReplayState(sql), Math.max(remainingMs(), POLL_CAP_MS))
+        // Promoted, or never a standby: everything it holds is there to read.
+        if (!state.inRecovery) return
+        if (state.replayed !== null && state.replayed >= target) {
+          record(startedAt, { caughtUp: true, target, state })
+          return
+        }
+        if (remainingMs() === 0) {
+          record(startedAt, { caughtUp: false, target, state })
+          return
+        }
+        const delayMs = Math.min(POLL_FIRST_MS * 2 ** (attempt - 1), POLL_CAP_MS, remainingMs())
+        await sleep(delayMs, undefined, { signal }).catch(() => {})
+      }
+    } catch (error) {
+      // The primary or the standby did not answer: read as it is; the read reports the standby.
+      logger.debug(databaseErrorFields(error), 'cannot wait for the standby to replay')
+    }
+  }
+
+  function record(
+    startedAt: number,
+    outcome: { caughtUp: boolean; target: WalPosition; state: ReplayState },
+  ): void {
+    metrics.feedReplayWait.observe((performance.now() - startedAt) / 1000)
+    if (outcome.caughtUp === !behind) return
+    behind = !outcome.caughtUp
+    if (outcome.caughtUp) {
+      logger.info('the standby replays the primary within the wait again')
+      return
+    }
+    const { target, state } = outcome
+    logger.warn(
+      {
+        primaryWalEnd: formatWalPosition(target),
+        standbyReplayed: state.replayed === null ? null : formatWalPosition(state.replayed),
+        behindBytes: state.replayed === null ? null : Number(target - state.replayed),
+        waitedMs: maxWaitMs,
+      },
+      `the standby in DATABASE_URL has not replayed a notified commit within ${maxWaitMs / 1000} s; reading it as it is: the check every second serves the change once it is replayed`,
+    )
+  }
+
+  return { untilReplayed, isBehind: () => behind }
+}

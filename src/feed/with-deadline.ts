@@ -1,0 +1,16 @@
+/**
+ * The promise, or a READ_TIMEOUT error once `ms` have passed. The work itself
+ * cannot be stopped (its connection is silent); it is left to settle, and
+ * ignored, while the next attempt takes another connection of the pool.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  work.catch(() => {})
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const message = `the database did not answer within ${Math.round(ms)} ms`
+      reject(Object.assign(new Error(message), { code: 'READ_TIMEOUT' }))
+    }, ms)
+  })
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer))
+}
