@@ -44,7 +44,8 @@ service.started.catch(async (error: unknown) => {
 })
 
 /**
- * The contract's bound on a shutdown, past its delay: the drain and the
+ * The bound on a shutdown past its delay (docs/operations.md, "Deploys and
+ * shutdown"): the drain and the
  * database each have a deadline of their own inside it; this one catches
  * anything that still hangs.
  */

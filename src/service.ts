@@ -100,9 +100,9 @@ export async function startService(
     const feedUrl = config.feedDatabaseUrl ?? location.url
     const feed = createSnapshotFeed({ sql, feedUrl, logger, metrics })
     releasers.add('snapshot feed', () => feed.close())
-    // Migrations go to the primary, where the advisory lock holds (CONTRACT 3): through
-    // FEED_DATABASE_URL when it names another database than DATABASE_URL. Used at start
-    // only: its connection closes once idle for a minute (db/connect.ts).
+    // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
+    // "Migrations"): through FEED_DATABASE_URL when it names another database than
+    // DATABASE_URL. Used at start only: its connection closes once idle for a minute.
     const migrationSql =
       feedUrl === location.url
         ? null

@@ -13,9 +13,9 @@ import type { Metrics } from '../metrics.js'
 import { withDeadline } from './with-deadline.js'
 
 /**
- * The longest a reload waits for the standby (CONTRACT 4, "Reading from a
- * standby"): one further behind is read as it is, and the check every second
- * finds the change once it is replayed.
+ * The longest a reload waits for the standby (docs/operations.md, "A primary
+ * and its standbys"): one further behind is read as it is, and the check
+ * every second finds the change once it is replayed.
  */
 const REPLAY_WAIT_MAX_MS = 10_000
 /**
