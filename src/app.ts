@@ -22,6 +22,7 @@ import {
 import { timeRequests } from './http/request-timing.js'
 import type { Metrics } from './metrics.js'
 import { registerAppsRoutes } from './routes/apps.js'
+import { registerClientModuleRoutes } from './routes/client-modules.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
@@ -143,6 +144,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerAppsRoutes(routes, { ...deps, varyByOrigin })
     registerProbeRoutes(routes, deps)
     registerMetricsRoutes(routes, deps)
+    registerClientModuleRoutes(routes)
     const { localIssuer } = deps
     if (localIssuer !== undefined) {
       registerLocalIssuerRoutes(routes, { localIssuer })
