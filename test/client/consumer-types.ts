@@ -14,7 +14,7 @@ import {
   type ShellState,
   type ShellStorage,
 } from 'shell-data-service/client'
-import { type ShellActionDetail, ShellFrame } from 'shell-data-service/frame'
+import type { ShellActionDetail, ShellFrame } from 'shell-data-service/frame'
 
 const getToken: GetToken = async ({ renew }) => (renew ? 'a-fresh-token' : 'a-cached-token')
 const storage: ShellStorage = localStorage
