@@ -68,6 +68,8 @@ export interface SeenRequest {
   /** Set when its response arrived: its status; -1 when it failed before one did. */
   status?: number
   failure?: string
+  /** Date.now() when it ended: its body read whole, or it failed (a stream ends when it closes). */
+  doneAt?: number
 }
 
 export interface ClientPage {
@@ -89,6 +91,12 @@ export interface ClientPage {
   close(name: string): Promise<void>
   /** localStorage of the page's origin. */
   storage(): Promise<Record<string, string>>
+  /**
+   * What document.visibilityState says, and the visibilitychange a browser
+   * fires when a tab goes to the background or comes back: headless Chromium
+   * never hides a page by itself.
+   */
+  setVisibility(visibility: 'hidden' | 'visible'): Promise<void>
 }
 
 export interface ClientPages {
@@ -101,7 +109,7 @@ export interface ClientPages {
   /** How the named client's tokens are made; default: a token for `user-1` with crm-sales. */
   setTokens(name: string, policy: TokenPolicy): void
   /** Opens the client page (`client.html`) or the frame page (`frame.html?…`). */
-  open(path?: string): Promise<ClientPage>
+  open(path?: string, options?: { fakeClock?: boolean }): Promise<ClientPage>
 }
 
 /** The harness the page runs: plain JavaScript, as a front end's own script is. */
@@ -195,8 +203,10 @@ export async function startClientPages(
     setTokens(name, policy) {
       policies.set(name, policy)
     },
-    async open(path = 'client.html') {
+    async open(path = 'client.html', openOptions = {}) {
       const page = await browser.newPage()
+      // Timers and Date under the test's hand; the network stays real.
+      if (openOptions.fakeClock === true) await page.clock.install()
       const requests: SeenRequest[] = []
       const byRequest = new Map<unknown, SeenRequest>()
       page.on('request', (request) => {
@@ -214,8 +224,13 @@ export async function startClientPages(
         const seen = byRequest.get(response.request())
         if (seen !== undefined) seen.status = response.status()
       })
+      page.on('requestfinished', (request) => {
+        const seen = byRequest.get(request)
+        if (seen !== undefined) seen.doneAt = Date.now()
+      })
       page.on('requestfailed', (request) => {
         const seen = byRequest.get(request)
+        if (seen !== undefined) seen.doneAt ??= Date.now()
         // Chromium reports a fetch's 304, which has no body to read, as aborted after its response.
         if (seen === undefined || seen.status !== undefined) return
         seen.status = -1
@@ -287,6 +302,17 @@ function createClientPage(page: Page, requests: SeenRequest[], pageErrors: strin
         (name) => (globalThis as unknown as { harness: PageHarness }).harness.close(name),
         name,
       ),
+    setVisibility: (visibility) =>
+      page.evaluate((visibility) => {
+        const document = (
+          globalThis as unknown as { document: { dispatchEvent(event: unknown): boolean } }
+        ).document
+        Object.defineProperty(document, 'visibilityState', {
+          configurable: true,
+          get: () => visibility,
+        })
+        document.dispatchEvent(new Event('visibilitychange'))
+      }, visibility),
     storage: () =>
       page.evaluate(() => {
         const storage = (globalThis as unknown as { localStorage: Record<string, string> })
