@@ -108,7 +108,7 @@ export interface ClientPages {
   readonly tokenCalls: Map<string, { renew: boolean }[]>
   /** How the named client's tokens are made; default: a token for `user-1` with crm-sales. */
   setTokens(name: string, policy: TokenPolicy): void
-  /** Opens the client page (`client.html`) or the frame page (`frame.html?…`). */
+  /** Opens the client page (`client.html`) or, at any other path, the app's page with the frame. */
   open(path?: string, options?: { fakeClock?: boolean }): Promise<ClientPage>
 }
 
@@ -168,15 +168,66 @@ const CLIENT_PAGE = `<!doctype html>
 </script>
 <p>a page of a front end</p></html>`
 
+/**
+ * A page of the app, at any other path: its script makes a `<shell-frame>`
+ * from the query (`app`, `live`, `locales`, `sub`), sets its getToken before
+ * the element is defined, then imports shell-frame.js from the service, so
+ * the element takes up the property when it is defined. `readFrame()`
+ * reads what it drew; `actions` records the `shell-action` events that
+ * reached the document, cancelled when `cancelActions` is true.
+ */
+const FRAME_PAGE = `<!doctype html>
+<html lang="en"><meta charset="utf-8"><title>a page of the app</title>
+<script>
+  window.problems = []
+  addEventListener('error', (event) => window.problems.push('error: ' + event.message))
+  addEventListener('unhandledrejection', (event) => window.problems.push('unhandled rejection: ' + (event.reason && event.reason.message || event.reason)))
+  window.actions = []
+  window.cancelActions = false
+  document.addEventListener('shell-action', (event) => {
+    window.actions.push({ id: event.detail.id, target: event.target.tagName.toLowerCase(), bubbles: event.bubbles, composed: event.composed, cancelable: event.cancelable })
+    if (window.cancelActions) event.preventDefault()
+  })
+  function labelOf(control) {
+    if (control.matches('[role=search]')) return control.querySelector('input').getAttribute('aria-label')
+    return control.tagName === 'A' ? control.firstChild.textContent : control.textContent
+  }
+  function readList(list) {
+    return Array.from(list ? list.children : [], (entry) => ({
+      id: entry.dataset.itemId, part: entry.getAttribute('part'), label: labelOf(entry.firstElementChild),
+      children: readList(entry.querySelector(':scope > ul')),
+    }))
+  }
+  window.readFrame = () => {
+    const root = document.querySelector('shell-frame').shadowRoot
+    const zones = {}
+    for (const zone of root.querySelectorAll('[data-zone]')) {
+      zones[zone.dataset.zone] = { tag: zone.tagName.toLowerCase(), part: zone.getAttribute('part'), label: zone.getAttribute('aria-label'), items: readList(zone.querySelector(':scope > ul')) }
+    }
+    const text = (selector) => (root.querySelector(selector) || {}).textContent || null
+    return { zones, product: text('[part~=product-name]'), user: text('[part~=user-name]'), footerText: text('[part~=footer-text]') }
+  }
+</script>
+<script type="module">
+  const params = new URLSearchParams(location.search)
+  const frame = document.createElement('shell-frame')
+  for (const name of ['app', 'live', 'locales', 'sub']) if (params.has(name)) frame.setAttribute(name, params.get(name))
+  frame.getToken = (context) => window.mintToken('frame', context)
+  frame.innerHTML = '<main><h1>A page of the app</h1><p>Its own content.</p></main>'
+  document.body.append(frame)
+  await import(params.get('service') + '/client/v1/shell-frame.js')
+</script>
+<body></body></html>`
+
 export async function startClientPages(
   t: { teardown(fn: () => unknown): void },
   chromiumPath: string,
-  options: { logs: LogCapture; env?: Record<string, string>; frame?: string } & Pick<
+  options: { logs: LogCapture; env?: Record<string, string> } & Pick<
     TestServiceOptions,
     'db' | 'jwks'
   >,
 ): Promise<ClientPages> {
-  const pages = await startPageServer(t, options.frame ?? '')
+  const pages = await startPageServer(t)
   const origin = `http://localhost:${pages.port}`
   const service = await startTestService(t, {
     logs: options.logs,
@@ -322,21 +373,16 @@ function createClientPage(page: Page, requests: SeenRequest[], pageErrors: strin
   }
 }
 
-/** The pages: client.html, frame.html (the element, with `frame` as its markup) and the harness. */
-async function startPageServer(
-  t: { teardown(fn: () => unknown): void },
-  frame: string,
-): Promise<{ port: number }> {
+/** The pages: client.html and its harness, and the app's page with the frame at any other path. */
+async function startPageServer(t: { teardown(fn: () => unknown): void }): Promise<{ port: number }> {
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname
     if (path === '/harness.js') {
       response.writeHead(200, { 'content-type': 'text/javascript' }).end(HARNESS)
     } else if (path === '/client.html') {
       response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(CLIENT_PAGE)
-    } else if (path.startsWith('/frame')) {
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(frame)
     } else {
-      response.writeHead(404).end()
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(FRAME_PAGE)
     }
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
