@@ -64,7 +64,8 @@ details { position: relative; }
 summary { cursor: pointer; }
 [data-zone=user-menu] { position: absolute; right: 0; z-index: 1; min-width: 12rem; padding: 0.25rem 0;
   background: #fff; color: #1f2933; border: 1px solid #c5ccd3; border-radius: 4px; }
-[data-zone=user-menu] :is(a, button, span) { display: block; padding: 0.375rem 0.75rem; text-align: start; }
+[data-zone=user-menu] :is(a, button, span) { display: block; padding: 0.375rem 0.75rem; text-align: start; text-decoration: none; }
+[part~=search] { min-width: 12rem; padding: 0.25rem 0.5rem; border: 0; border-radius: 4px; font: inherit; }
 [part~=body] { display: flex; flex: 1; }
 [data-zone=sidebar] { flex: 0 0 13rem; padding: 0.75rem 0; border-inline-end: 3px solid var(--shell-accent-color, #7a8a9c); }
 [data-zone=sidebar] :is(a, button, span) { display: block; padding: 0.375rem 1rem; text-decoration: none; }
@@ -82,8 +83,7 @@ a[target=_blank]::after { content: " \\2197" / ""; }
  * labelled navigations, content info), each zone with `data-zone` and
  * `part="zone <zone>"`; the page's content in the slot.
  */
-const SKELETON = `<style>${STYLES}</style>
-<header part="header" hidden>
+const SKELETON = `<header part="header" hidden>
   <a part="brand"><img part="logo" alt="" hidden><span part="product-name"></span></a>
   <nav data-zone="topbar" part="zone topbar" aria-label="Top bar"></nav>
   <details part="user"><summary part="user-name"></summary>
@@ -105,6 +105,7 @@ export class ShellFrame extends ElementBase {
   readonly #root: ShadowRoot
   #getToken: GetToken | undefined
   #client: ShellClient | undefined
+  #unsubscribe = () => {}
   #drawn: Shell | null = null
   #restartQueued = false
   readonly #markCurrent = () => this.#markCurrentPage()
@@ -112,6 +113,11 @@ export class ShellFrame extends ElementBase {
   constructor() {
     super()
     this.#root = this.attachShadow({ mode: 'open' })
+    // Adopted, not a <style> element: a page whose Content-Security-Policy forbids inline
+    // styles (style-src without 'unsafe-inline', as the preview page's) still applies it.
+    const sheet = new CSSStyleSheet()
+    sheet.replaceSync(STYLES)
+    this.#root.adoptedStyleSheets = [sheet]
     this.#root.innerHTML = SKELETON
   }
 
@@ -161,6 +167,8 @@ export class ShellFrame extends ElementBase {
     this.#restartQueued = true
     queueMicrotask(() => {
       this.#restartQueued = false
+      // The old client's last state (closed, not live) is no news: it is not drawn nor told.
+      this.#unsubscribe()
       this.#client?.close()
       this.#client = undefined
       const appKey = this.getAttribute('app')
@@ -176,7 +184,7 @@ export class ShellFrame extends ElementBase {
         sub: this.getAttribute('sub') || undefined,
       })
       this.#client = client
-      client.subscribe((state) => {
+      this.#unsubscribe = client.subscribe((state) => {
         if (state.shell !== this.#drawn) this.#draw(state.shell)
         this.dispatchEvent(new CustomEvent('shell-state', { detail: state }))
       })

@@ -374,7 +374,9 @@ function createClientPage(page: Page, requests: SeenRequest[], pageErrors: strin
 }
 
 /** The pages: client.html and its harness, and the app's page with the frame at any other path. */
-async function startPageServer(t: { teardown(fn: () => unknown): void }): Promise<{ port: number }> {
+async function startPageServer(t: {
+  teardown(fn: () => unknown): void
+}): Promise<{ port: number }> {
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname
     if (path === '/harness.js') {
