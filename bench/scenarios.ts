@@ -4,6 +4,7 @@ import { compression } from './scenarios/compression.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
+import { pageLoad } from './scenarios/page-load.js'
 import { refresh } from './scenarios/refresh.js'
 import { shell } from './scenarios/shell.js'
 import { snapshot } from './scenarios/snapshot.js'
@@ -12,9 +13,9 @@ import { streams } from './scenarios/streams.js'
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
- * the floods of new tokens and reloads; streams and outage, with services
- * (and for outage a database) of their own, come last, so they leave
- * nothing behind for the others.
+ * the floods of new tokens and reloads; page-load, streams and outage, with
+ * services (and for page-load and outage a database) of their own, come
+ * last, so they leave nothing behind for the others.
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
@@ -24,6 +25,7 @@ export const SCENARIOS: readonly Scenario[] = [
   newToken,
   refresh,
   snapshot,
+  pageLoad,
   streams,
   outage,
 ]

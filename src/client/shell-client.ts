@@ -436,7 +436,12 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     try {
       const response = await fetchWithToken(
         `${shellUrl}/events`,
-        () => ({ accept: 'text/event-stream', 'last-event-id': lastEventId }),
+        // Before any event, the tag of the shell shown (a stored one, say): the service then
+        // sends no first event unless the shell has changed since.
+        () => ({
+          accept: 'text/event-stream',
+          'last-event-id': lastEventId || unquote(state.etag),
+        }),
         abort.signal,
       )
       if (response.status === 404) {
@@ -660,6 +665,11 @@ async function readDetail(response: Response): Promise<string> {
     if (typeof detail === 'string') return detail
   } catch {}
   return `HTTP ${response.status}`
+}
+
+/** An ETag's opaque tag, which is also its event's id (CONTRACT.md 5). */
+function unquote(etag: string | null): string {
+  return etag?.replace(/^"|"$/g, '') ?? ''
 }
 
 function describeError(error: unknown): string {

@@ -104,6 +104,22 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
     )
   })
 
+  await t.test('live: the stream resumes from the stored tag, and no second GET', async (t) => {
+    const page = await open()
+    await page.start('sales-live', { sub: 'user-1' })
+    const [kept] = Object.values(await page.storage())
+    const { etag } = JSON.parse(kept ?? '{}') as { etag?: string }
+    await page.waitForState('sales-live', (state) => state.live && network(state), 'live')
+    const stream = page.requests.find((request) => request.url.endsWith('/events'))
+    t.equal(stream?.headers['last-event-id'], etag?.replaceAll('"', ''), 'Last-Event-ID: its tag')
+    t.equal(
+      page.requests.filter((request) => request.url.endsWith('/api/v1/shell/crm')).length,
+      1,
+      'the one revalidation',
+    )
+    await page.close('sales-live')
+  })
+
   await t.test('without the sub option: from storage once the token names the user', async (t) => {
     const page = await open()
     await page.start('unnamed', { live: false })
