@@ -324,8 +324,10 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
       const sent: Record<string, string> = { authorization: `Bearer ${token}` }
       if (locales.length > 0) sent['accept-language'] = locales.join(', ')
       for (const [name, value] of Object.entries(headers())) if (value) sent[name] = value
-      // The client sends If-None-Match itself: the runtime's own cache would keep a second copy.
-      const response = await fetch(url, { headers: sent, cache: 'no-store', signal })
+      // The default cache mode: a request that carries If-None-Match passes the browser's
+      // cache by (its 304 comes to the client), and any other mode would keep Chromium from
+      // reusing the stream's CORS preflight.
+      const response = await fetch(url, { headers: sent, signal })
       if (response.status !== 401 || renew) return response
       // Read to its end, so that the connection can carry the next request.
       await response.arrayBuffer()
