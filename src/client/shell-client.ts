@@ -338,7 +338,7 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
 
   /** GETs the shell now, or right after the request in flight when one is. */
   function revalidate(byEvent: boolean): void {
-    if (closed) return
+    if (closed || stopped) return
     if (requesting) {
       if (byEvent) queued.event = true
       else queued.refresh = true

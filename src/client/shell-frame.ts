@@ -173,7 +173,12 @@ export class ShellFrame extends ElementBase {
       this.#client = undefined
       const appKey = this.getAttribute('app')
       const getToken = this.#getToken
-      if (!this.isConnected || !appKey || getToken === undefined) return
+      if (!this.isConnected) return
+      if (!appKey || getToken === undefined) {
+        // No app or no token any more: no frame, rather than another caller's or app's.
+        if (this.#drawn !== null) this.#draw(null)
+        return
+      }
       const locales = this.getAttribute('locales')
       const client = createShellClient({
         appKey,
