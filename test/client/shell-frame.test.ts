@@ -306,5 +306,46 @@ t.test('<shell-frame> in Chromium', { skip }, async (t) => {
     await still.page.close()
   })
 
+  await t.test('sub: the stored frame drawn before getToken answers', async (t) => {
+    let releaseToken = () => {}
+    const tokenGate = new Promise<void>((release) => {
+      releaseToken = release
+    })
+    pages.setTokens('frame', async () => {
+      await tokenGate
+      return token
+    })
+    const early = await pages.open(`${PAGE}&sub=user-1`)
+    const frame = await waitForFrame(early.page, (frame) => frame.product !== null, 'the frame')
+    t.equal(early.requests.length, 0, 'before any request: getToken has not answered')
+    t.same(
+      frame.zones.sidebar.items.map((item) => item.id),
+      shell.menus.sidebar.map((item) => item.id),
+      'the stored frame',
+    )
+    releaseToken()
+    await waitFor(() => early.requests.some((request) => request.status === 304), 'the 304')
+    await early.page.close()
+    pages.setTokens('frame', async () => token)
+  })
+
+  await t.test('base-url: where the element’s client goes', async (t) => {
+    const elsewhere = await pages.open(
+      `crm?app=crm&base-url=${encodeURIComponent('http://127.0.0.1:9/prefix')}`,
+    )
+    await waitFor(
+      () => elsewhere.requests.some((request) => request.status === -1),
+      'a request that fails',
+    )
+    t.ok(
+      elsewhere.requests.every((request) =>
+        request.url.startsWith('http://127.0.0.1:9/prefix/api/v1/shell/crm'),
+      ),
+      'every request goes to base-url, its path prefix kept',
+    )
+    t.same(await elsewhere.problems(), [], 'an unreachable service is no script error')
+    await elsewhere.page.close()
+  })
+
   t.same(logs.leaks(), [])
 })

@@ -170,7 +170,7 @@ const CLIENT_PAGE = `<!doctype html>
 
 /**
  * A page of the app, at any other path: its script makes a `<shell-frame>`
- * from the query (`app`, `live`, `locales`, `sub`), sets its getToken before
+ * from the query (`app`, `base-url`, `live`, `locales`, `sub`), sets its getToken before
  * the element is defined, then imports shell-frame.js from the service, so
  * the element takes up the property when it is defined. `readFrame()`
  * reads what it drew; `actions` records the `shell-action` events that
@@ -211,7 +211,7 @@ const FRAME_PAGE = `<!doctype html>
 <script type="module">
   const params = new URLSearchParams(location.search)
   const frame = document.createElement('shell-frame')
-  for (const name of ['app', 'live', 'locales', 'sub']) if (params.has(name)) frame.setAttribute(name, params.get(name))
+  for (const name of ['app', 'base-url', 'live', 'locales', 'sub']) if (params.has(name)) frame.setAttribute(name, params.get(name))
   frame.getToken = (context) => window.mintToken('frame', context)
   frame.innerHTML = '<main><h1>A page of the app</h1><p>Its own content.</p></main>'
   document.body.append(frame)
