@@ -5,6 +5,7 @@ import { deploy } from './scenarios/deploy.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
+import { pageLoad } from './scenarios/page-load.js'
 import { refresh } from './scenarios/refresh.js'
 import { shell } from './scenarios/shell.js'
 import { snapshot } from './scenarios/snapshot.js'
@@ -14,9 +15,10 @@ import { streams } from './scenarios/streams.js'
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
- * the floods of new tokens and reloads; streams, deploy, outage and
- * standby, with services (and for outage and standby databases) of their
- * own, come last, so they leave nothing behind for the others.
+ * the floods of new tokens and reloads; page-load, streams, deploy, outage
+ * and standby, with services (and for page-load, outage and standby
+ * databases) of their own, come last, so they leave nothing behind for the
+ * others.
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
@@ -26,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   newToken,
   refresh,
   snapshot,
+  pageLoad,
   streams,
   deploy,
   outage,

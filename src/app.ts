@@ -29,6 +29,7 @@ import type { Metrics } from './metrics.js'
 import { registerDocumentedRoutes } from './openapi/document.js'
 import { sharedSchemas } from './openapi/response-schemas.js'
 import { registerAppsRoutes } from './routes/apps.js'
+import { registerClientModuleRoutes } from './routes/client-modules.js'
 import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
@@ -144,6 +145,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerAppsRoutes(routes, api)
     registerProbeRoutes(routes, deps)
     registerMetricsRoutes(routes, deps)
+    registerClientModuleRoutes(routes, api)
     const { localIssuer } = deps
     if (localIssuer !== undefined) {
       registerLocalIssuerRoutes(routes, { localIssuer })

@@ -3,13 +3,15 @@
  * migrated template database once, runs tap with it, and stops everything it
  * started. Arguments are passed to tap, e.g. `node --import tsx test/run.ts test/db`.
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { readdirSync, statSync } from 'node:fs'
 import { migrateDatabase } from '../src/db/migrate.js'
 import postgres from '../src/db/postgres-driver.js'
 import { EmbeddedPostgresError } from '../src/embedded/embedded.js'
 import { TEMPLATE_DATABASE, withDatabase } from './helpers/database.js'
 import { startTestPostgres } from './helpers/test-postgres.js'
 
+buildClientModulesWhenStale()
 const server = await startTestPostgres().catch((error: unknown) => {
   // The message says what failed and what to do; a stack trace would only bury it.
   if (!(error instanceof EmbeddedPostgresError)) throw error
@@ -25,6 +27,25 @@ try {
   await server.stop()
 }
 process.exit(exitCode)
+
+/**
+ * Every instance serves dist/client (routes/client-modules.ts), also when the
+ * tests run it from src/ under tsx: built again when a source is newer, so a
+ * test never runs yesterday's module.
+ */
+function buildClientModulesWhenStale(): void {
+  const newest = (dir: string) =>
+    Math.max(0, ...readdirSync(dir).map((name) => statSync(`${dir}/${name}`).mtimeMs))
+  const oldest = (dir: string) =>
+    Math.min(...readdirSync(dir).map((name) => statSync(`${dir}/${name}`).mtimeMs))
+  let built = 0
+  try {
+    built = oldest('dist/client')
+  } catch {}
+  if (built > newest('src/client')) return
+  const build = spawnSync('npm', ['run', '--silent', 'build:client'], { stdio: 'inherit' })
+  if (build.status !== 0) process.exit(1)
+}
 
 async function buildTemplate(adminUrl: string): Promise<void> {
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })

@@ -2,30 +2,40 @@
  * The preview page (local mode): pickers for the app, the roles granted in it,
  * its languages and the user id; the frame of the chosen app as that user
  * holding those roles sees it in that language (rollouts included, since
- * they depend on the user id); kept current by the app's event stream.
+ * they depend on the user id), kept current live. The frame is the
+ * `<shell-frame>` this service serves every front end, with tokens from the
+ * local issuer as its getToken: the page has no protocol code of its own.
  */
-import { drawFrame } from './frame.js'
-import { createServiceClient, DEFAULT_USER_ID } from './service-client.js'
-import { followShellEvents } from './shell-events.js'
+import '/client/v1/shell-frame.js'
 
-const client = createServiceClient()
+/** The local-mode helpers answer only requests that carry it, which no other site's page can send. */
+const LOCAL_PAGE_HEADERS = { 'x-shell-preview': '1' }
+/** A token this close to its expiry is replaced before use, so no request goes out with a dying one. */
+const TOKEN_RENEW_MARGIN_MS = 30_000
+/** The user id the page shows the frame to unless told another: the local issuer's default too. */
+const DEFAULT_USER_ID = 'preview-user'
+/** What the local issuer refuses in a user id (C0, DEL and C1), as its request schema says. */
+const CONTROL_CHARACTER = /\p{Cc}/u
+
 const appPicker = document.getElementById('app-picker')
 const rolePicker = document.getElementById('role-picker')
 const localePicker = document.getElementById('locale-picker')
 const userIdField = document.getElementById('user-id')
 const status = document.getElementById('status')
 const frame = document.getElementById('frame')
-/** What the local issuer refuses in a user id (C0, DEL and C1), as its request schema says. */
-const CONTROL_CHARACTER = /\p{Cc}/u
 
 /** What the page shows now; `selection` is replaced whole whenever a picker changes. */
 const page = {
   apps: [],
   /** Every app's granted roles, by app key. */
   grantedRoles: {},
-  /** `{ appKey, caller: { sub, roles }, locale, etag, abort }`; `abort` ends its stream and its pending fetches. */
+  /** `{ appKey, caller: { sub, roles }, locale }` */
   selection: null,
+  /** The frame's last state, to tell a live change from the first draw. */
+  shown: null,
 }
+/** The current token of each caller, by its user id and sorted roles as JSON. */
+const tokens = new Map()
 
 appPicker.addEventListener('change', () => selectApp(appPicker.value))
 rolePicker.addEventListener('change', () => showSelection())
@@ -43,19 +53,56 @@ userIdField.addEventListener('change', () => {
   // No selection: no app yet, or one being reloaded, which will read the field when it is shown.
   if (page.selection !== null && chosenUserId() !== page.selection.caller.sub) showSelection()
 })
+frame.addEventListener('shell-state', (event) => showState(event.detail))
 frame.addEventListener('click', explainInternalLink)
-frame.addEventListener('submit', (event) => event.preventDefault())
+frame.addEventListener('shell-action', (event) => {
+  event.preventDefault()
+  showStatus(`"${event.detail.id}" is an action of the app itself.`)
+})
+// A search submits inside the frame's shadow root; this page may send no form anywhere.
+frame.shadowRoot.addEventListener('submit', (event) => {
+  event.preventDefault()
+  showStatus(`A search goes to ${event.target.getAttribute('action')} in the app itself.`)
+})
 
 loadApps().catch((error) => showStatus(`Cannot load the apps: ${error.message}`))
 
+/**
+ * A token from the local issuer for `caller` (`{ sub, roles }`), reused
+ * until shortly before it expires; `renew` forces a new one (after a 401).
+ */
+async function getPreviewToken({ sub, roles }, { renew = false } = {}) {
+  const key = JSON.stringify([sub, [...roles].sort()])
+  const held = tokens.get(key)
+  if (!renew && held !== undefined && held.expiresAtMs - Date.now() > TOKEN_RENEW_MARGIN_MS)
+    return held.token
+  const body = await readJson(
+    await fetch('/local-issuer/preview-token', {
+      method: 'POST',
+      headers: { ...LOCAL_PAGE_HEADERS, 'content-type': 'application/json' },
+      body: JSON.stringify({ sub, roles: [...roles] }),
+      cache: 'no-store',
+    }),
+  )
+  tokens.set(key, { token: body.access_token, expiresAtMs: Date.now() + body.expires_in * 1000 })
+  return body.access_token
+}
+
 /** Reads the inventory and the granted roles, then shows `preferredKey` or the first app. */
 async function loadApps(preferredKey) {
-  const [apps, grantedRoles] = await Promise.all([client.listApps(), client.listGrantedRoles()])
-  page.apps = apps
-  page.grantedRoles = grantedRoles
+  // The inventory is the same for every caller: any will do.
+  const token = await getPreviewToken({ sub: DEFAULT_USER_ID, roles: [] })
+  const [inventory, granted] = await Promise.all([
+    fetch('/api/v1/apps', { headers: { authorization: `Bearer ${token}` }, cache: 'no-store' }),
+    fetch('/preview/granted-roles', { headers: LOCAL_PAGE_HEADERS, cache: 'no-store' }),
+  ])
+  page.apps = (await readJson(inventory)).apps
+  page.grantedRoles = (await readJson(granted)).grantedRoles
+  const { apps } = page
   appPicker.replaceChildren(...apps.map((app) => new Option(`${app.name} (${app.key})`, app.key)))
   if (apps.length === 0) {
-    stopFollowing()
+    page.selection = null
+    frame.removeAttribute('app')
     frame.hidden = true
     showStatus('No app is registered yet: import one with `npx shell-data import FILE`.')
     return
@@ -98,84 +145,73 @@ function chosenUserId() {
   return userIdField.value.trim() || DEFAULT_USER_ID
 }
 
-/** Draws the frame for what the pickers say, then follows its changes. */
+/**
+ * The frame for what the pickers say: a new app, language or getToken makes
+ * the element start a new client, with its own event stream.
+ */
 function showSelection() {
-  stopFollowing()
-  const abort = new AbortController()
   const selection = {
     appKey: appPicker.value,
     caller: { sub: chosenUserId(), roles: checkedRoles() },
     locale: localePicker.value,
-    etag: null,
-    abort,
   }
   page.selection = selection
-  const refresh = createRefresher(selection)
-  refresh()
-  followShellEvents({
-    appKey: selection.appKey,
-    locale: selection.locale,
-    getToken: (options) => client.getToken(selection.caller, options),
-    onShell: (etag) => {
-      if (etag !== selection.etag) refresh({ live: true })
-    },
-    onGone: () => {
-      if (!abort.signal.aborted) showGone(selection.appKey)
-    },
-    onLive: (live) => {
-      if (!abort.signal.aborted)
-        showStatus(live ? 'Live: changes show as they are committed.' : 'Reconnecting…')
-    },
-    signal: abort.signal,
-  })
+  page.shown = null
+  frame.setAttribute('app', selection.appKey)
+  frame.setAttribute('locales', selection.locale)
+  frame.getToken = ({ renew }) => getPreviewToken(selection.caller, { renew })
+  frame.hidden = false
 }
 
-/**
- * Fetches the selection's shell with If-None-Match and draws it when it
- * changed. Calls while one runs fold into one more run after it, so an older
- * answer never overwrites a newer one.
- */
-function createRefresher(selection) {
-  let running = false
-  let queued = null
-  async function run(options) {
-    const { etag, shell } = await client.fetchShell(
-      selection.appKey,
-      selection.caller,
-      selection.locale,
-      selection.etag,
+/** What the frame's client says, in the status line and the caller block. */
+function showState(state) {
+  const selection = page.selection
+  const before = page.shown
+  page.shown = state
+  if (selection === null) return
+  if (state.error?.status === 404) return showGone(selection.appKey)
+  if (state.shell !== null) drawCaller(state.shell)
+  if (state.error !== null) return showStatus(`Cannot load the frame: ${state.error.detail}`)
+  if (!state.live) return showStatus(before?.live ? 'Reconnecting…' : 'Connecting…')
+  // A change while live, after the network's first answer: not the first draw of a selection.
+  const changed = before?.live && before.source === 'network' && before.etag !== state.etag
+  if (!changed) return showStatus('Live: changes show as they are committed.')
+  showStatus(`Live: updated at ${new Date().toLocaleTimeString()}.`)
+  refreshGrantedRoles(selection).catch((error) =>
+    showStatus(`Cannot load the granted roles: ${error.message}`),
+  )
+}
+
+/** The app and its caller below the frame's side bar, where the app's own page would be. */
+function drawCaller(shell) {
+  const { app, user } = shell
+  frame.querySelector('.app-name').textContent = app.name
+  frame.querySelector('.app-description').textContent = app.description ?? ''
+  frame
+    .querySelector('.caller')
+    .replaceChildren(
+      ...describe('User', user.name ?? user.username ?? user.sub),
+      ...describe('User id', user.sub),
+      ...describe('Roles', user.roles.length > 0 ? user.roles.join(', ') : 'none'),
+      ...describe('Language', shell.locale),
     )
-    if (selection.abort.signal.aborted) return
-    if (shell === null) return showGone(selection.appKey)
-    selection.etag = etag
-    if (shell === undefined) return
-    drawFrame(frame, shell)
-    if (options.live) {
-      showStatus(`Live: updated at ${new Date().toLocaleTimeString()}.`)
-      await refreshGrantedRoles(selection)
-    }
-  }
-  return async function refresh(options = {}) {
-    queued = { live: Boolean(queued?.live || options.live) }
-    if (running) return
-    running = true
-    try {
-      while (queued !== null && !selection.abort.signal.aborted) {
-        const next = queued
-        queued = null
-        await run(next)
-      }
-    } catch (error) {
-      if (!selection.abort.signal.aborted) showStatus(`Cannot load the frame: ${error.message}`)
-    } finally {
-      running = false
-    }
-  }
+}
+
+function describe(term, value) {
+  const name = document.createElement('dt')
+  name.textContent = term
+  const detail = document.createElement('dd')
+  detail.textContent = value
+  return [name, detail]
 }
 
 /** A change may grant or withdraw roles: the picker follows, and a withdrawn role is unticked. */
 async function refreshGrantedRoles(selection) {
-  page.grantedRoles = await client.listGrantedRoles()
+  const response = await fetch('/preview/granted-roles', {
+    headers: LOCAL_PAGE_HEADERS,
+    cache: 'no-store',
+  })
+  page.grantedRoles = (await readJson(response)).grantedRoles
   if (page.selection !== selection) return
   const roles = page.grantedRoles[selection.appKey] ?? []
   const shown = [...rolePicker.querySelectorAll('input')].map((box) => box.value)
@@ -185,14 +221,9 @@ async function refreshGrantedRoles(selection) {
 }
 
 function showGone(appKey) {
-  stopFollowing()
+  page.selection = null
   showStatus(`The app "${appKey}" was deleted.`)
   loadApps().catch((error) => showStatus(`Cannot load the apps: ${error.message}`))
-}
-
-function stopFollowing() {
-  page.selection?.abort.abort()
-  page.selection = null
 }
 
 function showStatus(text) {
@@ -201,8 +232,15 @@ function showStatus(text) {
 
 /** The app's own links lead nowhere on this service: say where they would go instead. */
 function explainInternalLink(event) {
-  const link = event.target.closest('a[href]')
-  if (link === null || link.target === '_blank') return
+  const link = event.composedPath().find((node) => node instanceof HTMLAnchorElement)
+  if (link === undefined || !link.hasAttribute('href') || link.target === '_blank') return
   event.preventDefault()
   showStatus(`That link leads to ${link.getAttribute('href')} in the app itself.`)
+}
+
+/** A response's JSON body, or an Error with its problem's detail. */
+async function readJson(response) {
+  const body = await response.json().catch(() => ({}))
+  if (!response.ok) throw new Error(`${response.status} ${body.detail ?? response.statusText}`)
+  return body
 }

@@ -32,8 +32,13 @@ t.test('the bin is executable and runs by its shebang, as npx and npm link run i
   t.match(usage.stdout, /shell-data token/)
 })
 
-t.test('the build copies what tsc does not emit', async (t) => {
-  for (const file of ['dist/vendor/postgres/index.js', 'dist/preview/index.html']) {
+t.test('the build copies what tsc does not emit, and builds the client modules', async (t) => {
+  for (const file of [
+    'dist/vendor/postgres/index.js',
+    'dist/preview/index.html',
+    'dist/client/shell-client.js',
+    'dist/client/shell-frame.d.ts',
+  ]) {
     t.ok((await stat(join(copyDir, file))).isFile(), `${file} is there`)
   }
 })

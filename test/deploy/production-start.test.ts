@@ -25,13 +25,20 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const imageDir = await mkdtemp(join(tmpdir(), 'shell-data-image-'))
 t.teardown(() => rm(imageDir, { recursive: true, force: true }))
 
-// dist/ as `npm run build` makes it: the compiled sources and the vendored driver.
+// dist/ as `npm run build` makes it: the compiled sources, the client modules and the vendored driver.
 await execFileAsync(process.execPath, [
   join(root, 'node_modules/typescript/bin/tsc'),
   '-p',
   join(root, 'tsconfig.build.json'),
   '--outDir',
   join(imageDir, 'dist'),
+])
+await execFileAsync(process.execPath, [
+  join(root, 'node_modules/typescript/bin/tsc'),
+  '-p',
+  join(root, 'src/client/tsconfig.json'),
+  '--outDir',
+  join(imageDir, 'dist/client'),
 ])
 await cp(join(root, 'src/vendor'), join(imageDir, 'dist/vendor'), { recursive: true })
 for (const entry of ['package.json', 'package-lock.json', 'sql', 'seeds']) {
@@ -78,6 +85,20 @@ t.test('the production set installs cleanly, with no dev tool and no PostgreSQL'
   t.notMatch(stdout, /node_modules[\\/]postgres$/m, 'no unfixed driver from npm')
   const driver = await readdir(join(imageDir, 'dist/vendor/postgres'))
   t.ok(driver.includes('connection.js'), 'the fixed driver ships in dist/')
+})
+
+t.test('the package exports the client modules by name', async (t) => {
+  // A server-side render imports both: the element's module defines nothing where there is no DOM.
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '--eval',
+      "const client = await import('shell-data-service/client'); const frame = await import('shell-data-service/frame'); console.log(typeof client.createShellClient, typeof frame.ShellFrame)",
+    ],
+    { cwd: imageDir },
+  )
+  t.equal(stdout.trim(), 'function function')
 })
 
 t.test('without DATABASE_URL it stops with one line naming it', async (t) => {
@@ -128,6 +149,9 @@ t.test(
       body.menus.sidebar.map((item) => item.id),
       SEED_SALES_SIDEBAR,
     )
+    const client = await fetch(`${base}/client/v1/shell-client.js`)
+    t.equal(client.status, 200, 'the client module is served from the production set')
+    t.match(await client.text(), /export function createShellClient/)
     started.child.kill('SIGTERM')
     t.equal(await started.exited, 0, 'SIGTERM ends it cleanly')
     t.notOk(

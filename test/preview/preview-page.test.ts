@@ -62,12 +62,15 @@ interface PageElement {
   readonly lang: string
   readonly target: string
   readonly placeholder: string
+  readonly shadowRoot: PageElement | null
   querySelector(selector: string): PageElement | null
   querySelectorAll(selector: string): ArrayLike<PageElement>
 }
 
+/** The frame as `<shell-frame>` draws it in its shadow root, and the page's caller block in it. */
 function readFrame(page: Page): Promise<DrawnFrame> {
   return page.locator('#frame').evaluate((frame: PageElement): DrawnFrame => {
+    const root = frame.shadowRoot as PageElement
     const text = (element: PageElement | null) => (element?.textContent ?? '').trim()
     const readList = (list: PageElement | null): DrawnItem[] =>
       Array.from(list?.children ?? [], (entry) => ({
@@ -75,20 +78,20 @@ function readFrame(page: Page): Promise<DrawnFrame> {
         children: readList(entry.querySelector(':scope > ul')),
       }))
     return {
-      lang: frame.lang,
-      product: text(frame.querySelector('header .brand-name')),
-      search: frame.querySelector('header [role=search] input')?.placeholder ?? null,
-      user: text(frame.querySelector('header details summary')),
+      lang: root.querySelector('header')?.lang ?? '',
+      product: text(root.querySelector('header [part~=product-name]')),
+      search: root.querySelector('header [role=search] input')?.placeholder ?? null,
+      user: text(root.querySelector('header details summary')),
       caller: Object.fromEntries(
         Array.from(frame.querySelectorAll('main dl.caller > dt'), (term) => [
           text(term),
           text(term.nextElementSibling),
         ]),
       ),
-      userMenu: Array.from(frame.querySelectorAll('header details li > *'), text),
-      sidebar: readList(frame.querySelector('nav[aria-label="Side bar"] > ul')),
-      footerText: text(frame.querySelector('footer .footer-text')),
-      footer: Array.from(frame.querySelectorAll('footer a'), (link) => ({
+      userMenu: Array.from(root.querySelectorAll('header details li > *'), text),
+      sidebar: readList(root.querySelector('nav[aria-label="Side bar"] > ul')),
+      footerText: text(root.querySelector('footer [part~=footer-text]')),
+      footer: Array.from(root.querySelectorAll('footer a'), (link) => ({
         label: text(link.firstChild),
         external: link.target === '_blank',
       })),

@@ -68,10 +68,16 @@ t.test('GET / serves the page, and /preview/ its scripts and styles', async (t) 
   t.match(page.text, '<script type="module" src="/preview/preview.js"></script>')
   t.match(page.headers['content-security-policy'], "frame-ancestors 'none'", 'never framed')
   t.match(page.headers['content-security-policy'], "default-src 'self'", 'talks to this service')
-  for (const file of ['preview.js', 'frame.js', 'service-client.js', 'shell-events.js']) {
-    const script = await httpRequest(url, `/preview/${file}`)
-    t.equal(script.status, 200, file)
-    t.equal(script.headers['content-type'], 'text/javascript; charset=utf-8', file)
+  const script = await httpRequest(url, '/preview/preview.js')
+  t.equal(script.status, 200)
+  t.equal(script.headers['content-type'], 'text/javascript; charset=utf-8')
+  t.match(script.text, "import '/client/v1/shell-frame.js'", 'the frame is the served element')
+  for (const file of ['shell-client.js', 'shell-frame.js']) {
+    const module = await httpRequest(url, `/client/v1/${file}`)
+    t.equal(module.status, 200, `local mode serves ${file} too`)
+  }
+  for (const gone of ['frame.js', 'service-client.js', 'shell-events.js', 'sse-parser.js']) {
+    expectProblem(t, await httpRequest(url, `/preview/${gone}`), 404)
   }
   const styles = await httpRequest(url, '/preview/preview.css')
   t.equal(styles.headers['content-type'], 'text/css; charset=utf-8')
@@ -81,7 +87,6 @@ t.test('GET / serves the page, and /preview/ its scripts and styles', async (t) 
     headers: { 'if-none-match': String(page.headers.etag) },
   })
   t.equal(revalidated.status, 200, "the page's tag is not the script's")
-  const script = await httpRequest(url, '/preview/preview.js')
   const again = await httpRequest(url, '/preview/preview.js', {
     headers: { 'if-none-match': String(script.headers.etag) },
   })

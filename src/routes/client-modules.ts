@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { FastifyInstance } from 'fastify'
+import { CODINGS, type Coding } from '../http/accept-encoding.js'
+import type { Negotiation } from '../http/negotiation.js'
+import { encodeRepresentation, type Representation } from '../http/representation.js'
+import { sendRepresentation } from '../http/send-representation.js'
+import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
+import { contentTag } from '../snapshot/content-tag.js'
+
+/**
+ * Where `npm run build` puts the client modules (src/client/tsconfig.json):
+ * dist/client under the package root, the same folder whether the service
+ * runs from dist/ or from src/ under tsx (tests run the build first).
+ */
+const CLIENT_DIR = fileURLToPath(new URL('../../dist/client/', import.meta.url))
+
+/** The modules served, by their name under /client/v1/ (README, "For front-end teams"). */
+const MODULES = ['shell-client.js', 'shell-frame.js'] as const
+
+/**
+ * Public code, the same for everyone: shared caches may keep it, and a
+ * release reaches open pages within five minutes, after which a browser
+ * revalidates it with a 304.
+ */
+const CACHE_CONTROL = 'public, max-age=300'
+const CONTENT_TYPE = 'text/javascript; charset=utf-8'
+
+/**
+ * `GET /client/v1/shell-client.js` and `/client/v1/shell-frame.js`, on every
+ * instance, without a token: the front end's half of the protocol. The
+ * bytes, their codings and their tags are made once, here, at start; a build
+ * without the modules stops the start. Files, not operations of the API:
+ * the OpenAPI document leaves them out.
+ */
+export function registerClientModuleRoutes(
+  app: FastifyInstance,
+  deps: { readonly negotiation: Negotiation },
+): void {
+  for (const name of MODULES) {
+    const representations = encodeModule(name)
+    app.get(`/client/v1/${name}`, { schema: NOT_DOCUMENTED }, (request, reply) => {
+      const coding = deps.negotiation.coding(request.headers['accept-encoding'])
+      reply
+        .header('cache-control', CACHE_CONTROL)
+        .header('vary', 'Accept-Encoding')
+        // A module script from another origin is fetched in CORS mode; no credential is involved.
+        .header('access-control-allow-origin', '*')
+        .header('x-content-type-options', 'nosniff')
+      return sendRepresentation(request, reply, representations[coding], CONTENT_TYPE)
+    })
+  }
+}
+
+function encodeModule(name: string): Record<Coding, Representation> {
+  const path = join(CLIENT_DIR, name)
+  let body: Buffer
+  try {
+    body = readFileSync(path)
+  } catch (error) {
+    throw new Error(`the client module ${path} is missing: run \`npm run build\``, {
+      cause: error,
+    })
+  }
+  const module = { tag: contentTag(body), byteLength: body.length, bytes: () => body }
+  return Object.fromEntries(
+    CODINGS.map((coding) => [coding, encodeRepresentation(module, coding)]),
+  ) as Record<Coding, Representation>
+}

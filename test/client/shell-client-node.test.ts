@@ -1,0 +1,161 @@
+import {
+  createShellClient,
+  type ShellClient,
+  type ShellState,
+  type ShellStorage,
+} from 'shell-data-service/client'
+import t from 'tap'
+import { readMetric } from '../helpers/metrics.js'
+import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
+import { createLogCapture, startTestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
+
+/**
+ * The client on Node 20's fetch (CONTRACT.md 13, "Anywhere fetch is"), as a
+ * server-side render or a backend for the front end uses it: imported by the
+ * package's name (the built dist/client module), no document, no
+ * localStorage, against a running service with tokens from a real JWKS over
+ * HTTP; with storage null and with a Map-backed storage.
+ */
+
+const unhandled: unknown[] = []
+const recordUnhandled = (reason: unknown) => unhandled.push(reason)
+process.on('unhandledRejection', recordUnhandled)
+t.teardown(() => {
+  process.off('unhandledRejection', recordUnhandled)
+})
+
+const logs = createLogCapture()
+const { url, service, db, token } = await startTestService(t, { logs })
+const getToken = () => token({ sub: 'user-1', roles: ['crm-sales'] })
+const openStreams = () => readMetric(service.metrics.eventStreams)
+
+/** Every state a client shows, from the first (given at once by subscribe). */
+function follow(client: ShellClient): ShellState[] {
+  const states: ShellState[] = []
+  client.subscribe((state) => states.push(state))
+  return states
+}
+
+function createMapStorage(): ShellStorage & { readonly entries: Map<string, string> } {
+  const entries = new Map<string, string>()
+  return {
+    entries,
+    getItem: (key) => entries.get(key) ?? null,
+    setItem: (key, value) => {
+      entries.set(key, value)
+    },
+    removeItem: (key) => {
+      entries.delete(key)
+    },
+  }
+}
+
+t.test('there is no DOM here', async (t) => {
+  t.equal(typeof (globalThis as { document?: unknown }).document, 'undefined')
+  t.equal(typeof (globalThis as { localStorage?: unknown }).localStorage, 'undefined')
+})
+
+t.test('storage null: the shell, live, a commit, close()', async (t) => {
+  const client = createShellClient({ appKey: 'crm', getToken, baseUrl: url, storage: null })
+  const states = follow(client)
+  t.same(states[0], {
+    shell: null,
+    etag: null,
+    source: null,
+    live: false,
+    stale: false,
+    error: null,
+  })
+  const ready = await client.ready
+  t.same(
+    ready.shell?.menus.sidebar.map((item) => item.id),
+    SEED_SALES_SIDEBAR,
+  )
+  t.equal(ready.source, 'network')
+  t.match(ready.etag, /^"[^"]+"$/)
+  await waitFor(() => client.state.live, 'the stream open')
+  t.equal(await openStreams(), 1)
+
+  await db.sql`
+    update shell.menu_items set label = 'Clients' where app_key = 'crm' and item_key = 'contacts'`
+  await waitFor(
+    () => client.state.shell?.menus.sidebar[1]?.label === 'Clients',
+    'the commit at the subscriber',
+  )
+  t.ok(
+    states.every((state) => Object.isFrozen(state)),
+    'every state frozen',
+  )
+  t.equal(new Set(states).size, states.length, 'a new object each time')
+
+  client.close()
+  t.equal(client.state.live, false)
+  await waitFor(async () => (await openStreams()) === 0, 'the stream closed on the service')
+})
+
+t.test('a Map-backed storage: kept, shown first, then a 304', async (t) => {
+  const storage = createMapStorage()
+  const first = createShellClient({
+    appKey: 'crm',
+    getToken,
+    baseUrl: url,
+    storage,
+    live: false,
+  })
+  const fetched = await first.ready
+  first.close()
+  t.equal(storage.entries.size, 1)
+  const [key] = storage.entries.keys()
+  t.notMatch(key, /user-1/, 'the key holds no sub')
+
+  let tokens = 0
+  const second = createShellClient({
+    appKey: 'crm',
+    getToken: () => {
+      tokens += 1
+      return getToken()
+    },
+    baseUrl: url,
+    storage,
+    sub: 'user-1',
+    live: false,
+  })
+  const states = follow(second)
+  t.equal(states[0]?.source, 'storage', 'the first state from storage, at once')
+  t.equal(states[0]?.etag, fetched.etag)
+  await waitFor(() => second.state.source === 'network', 'the revalidation')
+  t.equal(tokens, 1)
+  t.equal(second.state.etag, fetched.etag, 'a 304: the same tag')
+  t.equal(second.state.shell, states[0]?.shell, 'the same shell')
+  second.close()
+})
+
+t.test('an unknown app, its ready never awaited: no unhandled rejection', async (t) => {
+  const client = createShellClient({ appKey: 'gone', getToken, baseUrl: url, storage: null })
+  await waitFor(() => client.state.error !== null, 'the 404')
+  t.equal(client.state.error?.status, 404)
+  client.close()
+  const awaited = createShellClient({ appKey: 'gone', getToken, baseUrl: url, storage: null })
+  const error = await awaited.ready.then(
+    () => undefined,
+    (rejection: unknown) => rejection,
+  )
+  t.ok(error instanceof Error, 'ready rejects with an Error')
+  t.equal((error as { status?: number }).status, 404, 'whose status is 404')
+  awaited.close()
+})
+
+t.test('without baseUrl, a client not loaded from the service says what it needs', async (t) => {
+  t.throws(() => createShellClient({ appKey: 'crm', getToken }), {
+    name: 'TypeError',
+    message: /baseUrl/,
+  })
+})
+
+t.test('nothing ended in an unhandled rejection', async (t) => {
+  // One more turn of the event loop, for rejections reported late.
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(unhandled, [])
+  t.same(logs.leaks(), [])
+})

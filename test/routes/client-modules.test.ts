@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib'
+import t from 'tap'
+import { httpRequest } from '../helpers/http-client.js'
+import { createLogCapture, startTestService } from '../helpers/service.js'
+import { PACKAGE_ROOT } from '../helpers/service-process.js'
+
+/**
+ * `GET /client/v1/shell-client.js` and `/client/v1/shell-frame.js` over real
+ * HTTP (CONTRACT.md, section 13): the built modules as they are, public,
+ * cacheable for five minutes, readable from any origin, compressed as the
+ * API's bodies are with a strong tag per coding, and absent from the OpenAPI
+ * document. Local mode serves them too: test/client/preview-frame.test.ts.
+ */
+
+const MODULES = ['shell-client.js', 'shell-frame.js']
+/** The largest a module may weigh once `gzip -9` compresses it (CONTRACT.md 13). */
+const MAX_GZIP_BYTES = 6_000
+const CHROMIUM_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
+
+const { url } = await startTestService(t, {
+  logs: createLogCapture(),
+  // With CORS on for the API, the modules still answer every origin.
+  env: { CORS_ORIGINS: 'https://portal.example.com' },
+})
+
+for (const name of MODULES) {
+  t.test(`${name}: the built module, public and cacheable`, async (t) => {
+    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const response = await httpRequest(url, `/client/v1/${name}`, {
+      headers: { origin: 'https://elsewhere.example.org' },
+    })
+    t.equal(response.status, 200)
+    t.ok(response.body.equals(built), 'the bytes npm run build made')
+    t.equal(response.headers['content-type'], 'text/javascript; charset=utf-8')
+    t.equal(response.headers['cache-control'], 'public, max-age=300')
+    t.equal(response.headers['access-control-allow-origin'], '*', 'any origin may load it')
+    t.notOk(response.headers['access-control-allow-credentials'])
+    t.equal(response.headers.vary, 'Accept-Encoding')
+    t.equal(response.headers['content-encoding'], undefined, 'no Accept-Encoding: as it is')
+    t.match(response.headers.etag, /^"[A-Za-z0-9_-]+"$/, 'a strong tag')
+    t.notOk(/\/\*\*|^\s*\/\/ /m.test(response.text), 'no comments: they are in the sources')
+
+    const again = await httpRequest(url, `/client/v1/${name}`, {
+      headers: { 'if-none-match': String(response.headers.etag) },
+    })
+    t.equal(again.status, 304, 'its tag gets a 304')
+    t.equal(again.body.length, 0)
+    t.equal(again.headers.etag, response.headers.etag)
+    t.equal(again.headers['cache-control'], 'public, max-age=300')
+    t.equal(again.headers['access-control-allow-origin'], '*')
+
+    const head = await httpRequest(url, `/client/v1/${name}`, { method: 'HEAD' })
+    t.equal(head.status, 200)
+    t.equal(head.headers.etag, response.headers.etag)
+    t.equal(head.body.length, 0)
+  })
+
+  t.test(`${name}: br and gzip, each with a strong tag of its own`, async (t) => {
+    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const identity = await httpRequest(url, `/client/v1/${name}`)
+    const br = await httpRequest(url, `/client/v1/${name}`, {
+      headers: { 'accept-encoding': CHROMIUM_ACCEPT_ENCODING },
+    })
+    t.equal(br.headers['content-encoding'], 'br')
+    t.ok(brotliDecompressSync(br.body).equals(built), 'br decodes to the module')
+    const gzip = await httpRequest(url, `/client/v1/${name}`, {
+      headers: { 'accept-encoding': 'gzip' },
+    })
+    t.equal(gzip.headers['content-encoding'], 'gzip')
+    t.ok(gunzipSync(gzip.body).equals(built), 'gzip decodes to the module')
+    const tags = [identity, br, gzip].map((response) => response.headers.etag)
+    t.equal(new Set(tags).size, 3, `three codings, three tags: ${tags.join(' ')}`)
+    t.equal(br.headers.vary, 'Accept-Encoding')
+    t.comment(`${name}: ${built.length} bytes, br ${br.body.length}, gzip ${gzip.body.length}`)
+
+    const revalidated = await httpRequest(url, `/client/v1/${name}`, {
+      headers: {
+        'accept-encoding': CHROMIUM_ACCEPT_ENCODING,
+        'if-none-match': String(br.headers.etag),
+      },
+    })
+    t.equal(revalidated.status, 304, 'the br tag matches the br coding')
+    const mismatched = await httpRequest(url, `/client/v1/${name}`, {
+      headers: { 'accept-encoding': 'gzip', 'if-none-match': String(br.headers.etag) },
+    })
+    t.equal(mismatched.status, 200, 'but not the gzip one')
+  })
+}
+
+t.test('each module is at most 6,000 bytes as gzip -9 compresses it', async (t) => {
+  for (const name of MODULES) {
+    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const size = gzipSync(built, { level: 9 }).length
+    t.ok(size <= MAX_GZIP_BYTES, `${name}: ${size} bytes`)
+  }
+})
+
+t.test('without a token, and only these two files', async (t) => {
+  const other = await httpRequest(url, '/client/v1/other.js')
+  t.equal(other.status, 404)
+  const source = await httpRequest(url, '/client/v1/shell-client.ts')
+  t.equal(source.status, 404)
+  const post = await httpRequest(url, '/client/v1/shell-client.js', { method: 'POST' })
+  t.equal(post.status, 404, 'GET and HEAD only')
+})
+
+t.test('the OpenAPI document does not list them', async (t) => {
+  const document = (await httpRequest(url, '/openapi.json')).json<{ paths: object }>()
+  t.notOk(
+    Object.keys(document.paths).some((path) => path.startsWith('/client/')),
+    'no /client/ path',
+  )
+})
