@@ -1,6 +1,6 @@
 /**
- * The front end's half of the shell data service's protocol (CONTRACT.md,
- * section 13), so that no consuming team writes it again: the last shell
+ * The front end's half of the shell data service's protocol (README, "For
+ * front-end teams"), so that no consuming team writes it again: the last shell
  * kept across page loads, revalidated with If-None-Match, followed live over
  * the event stream, a token renewed once after a 401, Retry-After honoured,
  * and the kept shell drawn while the service cannot be reached.
@@ -24,7 +24,7 @@ export interface ShellMenuItem {
   readonly children: readonly ShellMenuItem[]
 }
 
-/** The body of `GET /api/v1/shell/{appKey}` (CONTRACT.md, section 5). */
+/** The body of `GET /api/v1/shell/{appKey}` (README, "HTTP API"). */
 export interface Shell {
   readonly app: {
     readonly key: string
@@ -136,10 +136,10 @@ export interface ShellClient {
  * weekend and a short leave, and a frame that old has likely changed.
  */
 const KEPT_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
-/** Retries after a failure wait 1 s, 2 s, 4 s... up to 30 s, with jitter (CONTRACT.md 13). */
+/** Retries after a failure wait 1 s, 2 s, 4 s... up to 30 s, with jitter (README, "For front-end teams"). */
 const FIRST_RETRY_MS = 1_000
 const LAST_RETRY_MS = 30_000
-/** A Retry-After longer than this is cut to it (CONTRACT.md 13). */
+/** A Retry-After longer than this is cut to it (README, "For front-end teams"). */
 const MAX_RETRY_AFTER_MS = 60_000
 /** A page hidden this long gives its stream back; it comes back when the page is shown. */
 const HIDDEN_STREAM_MS = 60_000
@@ -669,7 +669,7 @@ async function readDetail(response: Response): Promise<string> {
   return `HTTP ${response.status}`
 }
 
-/** An ETag's opaque tag, which is also its event's id (CONTRACT.md 5). */
+/** An ETag's opaque tag, which is also its event's id (README, "Live updates"). */
 function unquote(etag: string | null): string {
   return etag?.replace(/^"|"$/g, '') ?? ''
 }

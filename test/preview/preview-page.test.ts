@@ -8,7 +8,7 @@ import { rolloutBucket } from '../../src/snapshot/audience.js'
 import { findChromium, launchChromium } from '../helpers/browser.js'
 import { createLogCapture, createSeededDatabase, startTestService } from '../helpers/service.js'
 import { PACKAGE_ROOT, spawnService } from '../helpers/service-process.js'
-import { sleep } from '../helpers/wait.js'
+import { waitFor } from '../helpers/wait.js'
 
 /**
  * The preview page in a real Chromium, used as a developer would: the
@@ -106,14 +106,13 @@ async function waitForFrame(
   what: string,
   timeoutMs = 10_000,
 ): Promise<DrawnFrame> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const frame = await readFrame(page)
-    if (ready(frame)) return frame
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; the page shows ${JSON.stringify(frame)}`)
-    await sleep(50)
-  }
+  let frame = await readFrame(page)
+  await waitFor(
+    async () => ready((frame = await readFrame(page))),
+    () => `${what}; the page shows ${JSON.stringify(frame)}`,
+    timeoutMs,
+  )
+  return frame
 }
 
 /** The status line says the event stream is open (so the screenshot shows the same words each time). */
