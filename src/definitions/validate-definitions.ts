@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../domain/vocabulary.js'
+import { DEFAULT_LOCALE, mapZones, type Zone } from '../domain/vocabulary.js'
 import {
   findBadWindows,
   findDuplicateItemIds,
@@ -73,30 +73,16 @@ export function formatProblem(problem: DefinitionProblem): string {
   return `${problem.file}: ${problem.path}: ${problem.message}`
 }
 
-interface RawItem {
-  id: string
-  kind?: MenuKind
-  label: string
-  labels?: Record<string, string>
-  icon?: string | null
-  href?: string | null
-  external?: boolean
-  roles?: string[]
-  rollout?: number | null
-  visibleFrom?: string | null
-  visibleUntil?: string | null
-  children?: RawItem[]
-}
+/** An item as a file may write it: any field but its id and label left to its default. */
+type RawItem = Pick<ItemDefinition, 'id' | 'label'> &
+  Partial<Omit<ItemDefinition, 'id' | 'label' | 'children'>> & { readonly children?: RawItem[] }
 
-interface RawApp {
-  key: string
-  name: string
-  description?: string | null
-  homeUrl?: string | null
-  defaultLocale?: string
-  branding?: Partial<BrandingDefinition>
-  menus?: Partial<Record<Zone, RawItem[]>>
-}
+/** An app as a file may write it: any field but its key and name left to its default. */
+type RawApp = Pick<AppDefinition, 'key' | 'name'> &
+  Partial<Pick<AppDefinition, 'description' | 'homeUrl' | 'defaultLocale'>> & {
+    readonly branding?: Partial<BrandingDefinition>
+    readonly menus?: Partial<Record<Zone, RawItem[]>>
+  }
 
 function normalizeApp(raw: RawApp): AppDefinition {
   const menuOf = (zone: Zone) => (raw.menus?.[zone] ?? []).map(normalizeItem)
