@@ -95,15 +95,6 @@ export function createTokenVerifier<Caller extends { readonly expiresAtMs: numbe
     currentDate: new Date(now()),
   })
 
-  function readCache(token: string): Caller | undefined {
-    const caller = cache.get(token)
-    if (caller === undefined) return undefined
-    metrics.tokenCache.inc({ result: 'hit' })
-    // Cheap check; without it a cache-only workload would never notice removed keys.
-    keyStore.refreshIfStale()
-    return caller
-  }
-
   async function verifyUncached(token: string): Promise<Caller> {
     const { payload: payloadSegment, header } = readHeader(token)
     try {
@@ -151,7 +142,12 @@ export function createTokenVerifier<Caller extends { readonly expiresAtMs: numbe
 
   return {
     async authenticate(token) {
-      return readCache(token) ?? verifyAndCount(token)
+      const cached = cache.get(token)
+      if (cached === undefined) return verifyAndCount(token)
+      metrics.tokenCache.inc({ result: 'hit' })
+      // Cheap check; without it a cache-only workload would never notice removed keys.
+      keyStore.refreshIfStale()
+      return cached
     },
 
     close() {
