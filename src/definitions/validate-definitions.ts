@@ -30,9 +30,9 @@ export type ParseResult = (
 
 /**
  * Parses one definitions file and checks all of it: JSON syntax, the schema
- * (every error, not the first), then what a schema cannot say (item ids
- * unique in their app), the latter also where the schema failed, as far as
- * the document's shape allows. Returns every problem with its JSON path.
+ * (every error, not the first), then what a schema cannot say
+ * (find-conflicts.ts), also where the schema failed. Returns every problem
+ * with its JSON path.
  */
 export function parseDefinitions(text: string, file: string): ParseResult {
   let document: unknown
