@@ -134,20 +134,17 @@ function normalizeInstant(text: string | null | undefined): string | null {
 
 function describeSchemaError(file: string, error: ErrorObject): DefinitionProblem {
   const path = pointerToPath(error.instancePath)
+  const keyPath = (key: unknown) => path + formatKey(String(key))
   if (path.endsWith('.rollout')) {
     return { file, path, message: 'must be a whole percent from 0 to 100' }
   }
   switch (error.keyword) {
     case 'required':
-      return {
-        file,
-        path: path + formatKey(String(error.params.missingProperty)),
-        message: 'is required',
-      }
+      return { file, path: keyPath(error.params.missingProperty), message: 'is required' }
     case 'additionalProperties':
       return {
         file,
-        path: path + formatKey(String(error.params.additionalProperty)),
+        path: keyPath(error.params.additionalProperty),
         message: 'is not a known field',
       }
     case 'pattern':
@@ -155,7 +152,7 @@ function describeSchemaError(file: string, error: ErrorObject): DefinitionProble
       if (typeof error.propertyName === 'string') {
         return {
           file,
-          path: path + formatKey(error.propertyName),
+          path: keyPath(error.propertyName),
           message: `is not a language tag (must match ${error.params.pattern})`,
         }
       }
