@@ -5,23 +5,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
 /** Every metric docs/operations.md lists, in one registry per service instance. */
-export interface Metrics {
-  readonly registry: Registry
-  readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>
-  readonly snapshotLoaded: Gauge
-  readonly snapshotAge: Gauge
-  readonly snapshotReloads: Counter<'result'>
-  readonly snapshotReloadDuration: Histogram
-  readonly tokenVerifications: Counter<'result'>
-  readonly tokenCache: Counter<'result'>
-  readonly feedListening: Gauge
-  readonly feedReplayWait: Histogram
-  readonly jwksFetches: Counter<'result'>
-  readonly eventStreams: Gauge
-  readonly eventStreamsMax: Gauge
-  readonly eventsSent: Counter<'event'>
-  readonly eventStreamsEnded: Counter<'reason'>
-}
+export type Metrics = ReturnType<typeof createMetrics>
 
 /** The `result` label values of shell_token_verifications_total. */
 const TOKEN_VERIFICATION_RESULTS = [
@@ -58,13 +42,13 @@ const MISNAMED_DEFAULT_METRICS = [
  * A registry of its own (not prom-client's global one), so that tests can build
  * many services in one process without "metric already registered" errors.
  */
-export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry()
   if (options.defaultMetrics !== false) {
     collectDefaultMetrics({ register: registry })
     for (const name of MISNAMED_DEFAULT_METRICS) registry.removeSingleMetric(name)
   }
-  const metrics: Metrics = {
+  const metrics = {
     registry,
     httpRequestDuration: new Histogram({
       name: 'shell_http_request_duration_seconds',
@@ -150,7 +134,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['reason'],
       registers: [registry],
     }),
-  }
+  } as const
   // Start every labelled series at zero so dashboards and alerts see them before the first event.
   for (const result of ['success', 'error']) {
     metrics.snapshotReloads.inc({ result }, 0)

@@ -1,9 +1,9 @@
-/** The stack of cleanups that service.ts (and the bench, for what it starts) releases in reverse order. */
 import type { Logger } from 'pino'
 
 /**
- * Cleanups registered the moment each resource is created, run in reverse
- * order by one `releaseAll()`, each even when an earlier one failed.
+ * Cleanups registered the moment each resource is created (by service.ts, and
+ * by the bench for what it starts), run in reverse order by one `releaseAll()`,
+ * each even when an earlier one failed.
  */
 export interface Releasers {
   add(name: string, release: () => unknown): void

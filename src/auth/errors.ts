@@ -20,32 +20,28 @@ export interface ErrorSummary {
  * could not be judged at all).
  */
 export class AuthError extends Error {
+  override name = 'AuthError'
   readonly kind: 'invalid_token' | 'keys_unavailable'
-  /** Safe, short, for `error_description`; never contains the token. */
-  readonly description: string
-  readonly underlying: ErrorSummary
 
   constructor(
     readonly result: TokenVerificationResult,
-    description: string,
-    underlying: ErrorSummary,
+    /** Safe, short, for `error_description`; never contains the token. */
+    readonly description: string,
+    readonly underlying: ErrorSummary,
   ) {
     super(description)
-    this.name = 'AuthError'
     this.kind = result === 'keys_unavailable' ? 'keys_unavailable' : 'invalid_token'
-    this.description = description
-    this.underlying = underlying
   }
 }
 
 /** The identity provider's discovery document or key set could not be fetched or read. */
 export class KeyFetchError extends Error {
+  override name = 'KeyFetchError'
   constructor(
     readonly url: string,
     readonly reason: string,
   ) {
     super(`${url}: ${reason}`)
-    this.name = 'KeyFetchError'
   }
 }
 
@@ -54,26 +50,14 @@ const MAX_MESSAGE_CHARS = 200
 
 /** Summarizes any thrown value without copying anything that could hold token content. */
 export function summarizeError(error: unknown): ErrorSummary {
+  if (!(error instanceof Error)) return { name: typeof error, message: 'non-error value thrown' }
+  const { name } = error
+  const message = error.message.slice(0, MAX_MESSAGE_CHARS)
   if (error instanceof errors.JWTClaimValidationFailed || error instanceof errors.JWTExpired) {
-    return {
-      name: error.name,
-      code: error.code,
-      message: error.message.slice(0, MAX_MESSAGE_CHARS),
-      claim: error.claim,
-      reason: error.reason,
-    }
+    return { name, code: error.code, message, claim: error.claim, reason: error.reason }
   }
-  if (error instanceof errors.JOSEError) {
-    return {
-      name: error.name,
-      code: error.code,
-      message: error.message.slice(0, MAX_MESSAGE_CHARS),
-    }
-  }
-  if (error instanceof Error) {
-    return { name: error.name, message: error.message.slice(0, MAX_MESSAGE_CHARS) }
-  }
-  return { name: typeof error, message: 'non-error value thrown' }
+  if (error instanceof errors.JOSEError) return { name, code: error.code, message }
+  return { name, message }
 }
 
 /**

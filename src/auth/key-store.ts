@@ -175,23 +175,15 @@ export function createKeyStore(options: {
 
 /** Throws (inside the fetch, so it counts as a failed fetch) when the document is not a key set. */
 function buildKeySet(json: unknown, fetchedAtMs: number): KeySet {
-  const resolveKey = createLocalJWKSet(json as JSONWebKeySet)
-  const materialByKid = new Map<string, string[]>()
-  for (const jwk of (json as JSONWebKeySet).keys) {
-    const kid = typeof jwk.kid === 'string' ? jwk.kid : ''
-    const material = JSON.stringify([
-      jwk.kty,
-      jwk.crv,
-      jwk.n,
-      jwk.e,
-      jwk.x,
-      jwk.y,
-      jwk.alg,
-      jwk.use,
-    ])
-    materialByKid.set(kid, [...(materialByKid.get(kid) ?? []), material])
+  const keySet = json as JSONWebKeySet
+  const resolveKey = createLocalJWKSet(keySet)
+  const materialsByKid = new Map<string, string[]>()
+  for (const { kid, kty, crv, n, e, x, y, alg, use } of keySet.keys) {
+    const id = typeof kid === 'string' ? kid : ''
+    const material = JSON.stringify([kty, crv, n, e, x, y, alg, use])
+    materialsByKid.set(id, [...(materialsByKid.get(id) ?? []), material])
   }
   const fingerprints = new Map<string, string>()
-  for (const [kid, materials] of materialByKid) fingerprints.set(kid, materials.sort().join('|'))
+  for (const [kid, materials] of materialsByKid) fingerprints.set(kid, materials.sort().join('|'))
   return { resolveKey, fingerprints, fetchedAtMs }
 }

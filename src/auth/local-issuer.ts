@@ -82,8 +82,8 @@ export async function loadLocalIssuer(options: {
         typ: 'Bearer',
         azp: 'shell-data-local',
         preferred_username: claims.username ?? claims.sub,
-        ...(claims.name === undefined ? {} : { name: claims.name }),
-        ...(claims.email === undefined ? {} : { email: claims.email }),
+        name: claims.name,
+        email: claims.email,
         realm_access: { roles: [...claims.roles] },
       })
         .setProtectedHeader({ alg: ALGORITHM, kid: privateJwk.kid ?? 'local', typ: 'JWT' })

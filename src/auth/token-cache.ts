@@ -1,10 +1,5 @@
 import { LRUCache } from 'lru-cache'
 
-/** What the cache keeps per token: anything that knows when the token expires. */
-interface Expiring {
-  readonly expiresAtMs: number
-}
-
 interface CacheEntry<Caller> {
   /** The whole token: a lookup hits only when it is this very token. */
   readonly token: string
@@ -36,15 +31,11 @@ function cacheKeyOf(token: string): string {
 }
 
 /**
- * Keyed by the token's last characters, the entry holding the whole token:
- * a hit is the very same token, so a different token is a different
- * credential even when the two end alike. Two tokens that share a key (two
- * signatures by the provider ending in the same 256 bits: not expected, but
- * never trusted) take turns: a lookup whose token differs from the entry's is
- * a miss and leaves the entry in place; remembering the newer token replaces
- * the older one, which is verified again on its next use.
+ * A hit is the very same token (the entry holds it whole), so two tokens that
+ * end alike (not expected, but never trusted) are never taken for each other:
+ * they take turns in the entry, each verified again once the other replaced it.
  */
-export function createTokenCache<Caller extends Expiring>(options: {
+export function createTokenCache<Caller extends { readonly expiresAtMs: number }>(options: {
   max: number
   now: () => number
 }): TokenCache<Caller> {

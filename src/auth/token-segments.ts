@@ -1,10 +1,3 @@
-/**
- * Tokens over 8 KiB are refused before any parsing: real access tokens are a
- * few KiB even with many roles, and parsing attacker-sized input costs CPU.
- * Characters, not bytes: a token is ASCII, and anything else fails anyway.
- */
-export const MAX_TOKEN_CHARS = 8 * 1024
-
 /** A JSON object decoded from one base64url segment of a compact JWT. */
 export type JsonObject = Readonly<Record<string, unknown>>
 

@@ -20,14 +20,7 @@ export async function runToken(args: string[], context: CommandContext): Promise
     )
     return 1
   }
-  let values: {
-    sub?: string
-    roles?: string
-    ttl?: string
-    username?: string
-    name?: string
-    email?: string
-  }
+  let values: Partial<Record<'sub' | 'roles' | 'ttl' | 'username' | 'name' | 'email', string>>
   try {
     ;({ values } = parseArgs({
       args,
@@ -67,9 +60,9 @@ export async function runToken(args: string[], context: CommandContext): Promise
     sub: values.sub ?? 'local-user',
     roles,
     ttlSeconds,
-    ...(values.username === undefined ? {} : { username: values.username }),
-    ...(values.name === undefined ? {} : { name: values.name }),
-    ...(values.email === undefined ? {} : { email: values.email }),
+    username: values.username,
+    name: values.name,
+    email: values.email,
   })
   process.stdout.write(`${token}\n`)
   return 0

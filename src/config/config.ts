@@ -6,22 +6,16 @@ import {
   readBoolean,
   readChoice,
   readInt,
+  readList,
   readOrigins,
   readPostgresUrl,
   readString,
   readUrl,
 } from './variables.js'
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-const LOG_LEVELS: readonly LogLevel[] = [
-  'fatal',
-  'error',
-  'warn',
-  'info',
-  'debug',
-  'trace',
-  'silent',
-]
+/** pino's levels, and `silent`. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** A dot path into a token payload, split into its steps: `realm_access.roles` → `realm_access`, `roles`. */
 export type ClaimPath = readonly string[]
@@ -142,24 +136,19 @@ export function loadConfig(
 }
 
 function readOidc(env: Env, issuer: string): OidcConfig {
-  const audienceText = readString(env, 'OIDC_AUDIENCE')
-  if (audienceText === null) {
+  const audiences = readList(env, 'OIDC_AUDIENCE')
+  if (audiences === null) {
     throw new ConfigError('OIDC_AUDIENCE', 'is required when OIDC_ISSUER is set')
   }
-  const audiences = audienceText
-    .split(',')
-    .map((audience) => audience.trim())
-    .filter((audience) => audience !== '')
   if (audiences.length === 0) {
     throw new ConfigError('OIDC_AUDIENCE', 'lists no audience')
   }
-  const rolesPaths = readClaimPaths(env, 'OIDC_ROLES_CLAIM', DEFAULT_ROLES_CLAIM)
   return Object.freeze({
     issuer,
     audiences: Object.freeze(audiences),
     discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
     jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
-    rolesPaths,
+    rolesPaths: readClaimPaths(env, 'OIDC_ROLES_CLAIM', DEFAULT_ROLES_CLAIM),
     clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', OIDC_DEFAULTS.clockToleranceS, 0, 3600),
     jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', OIDC_DEFAULTS.jwksCooldownS, 0, 86_400),
     jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', OIDC_DEFAULTS.jwksMaxAgeS, 1, 604_800),
@@ -190,11 +179,7 @@ const DOT_PATH = /^[^\s.]+(\.[^\s.]+)*$/
 
 /** Comma-separated dot paths, e.g. `realm_access.roles,resource_access.crm.roles`. */
 function readClaimPaths(env: Env, name: ConfigVariable, fallback: string): readonly ClaimPath[] {
-  const text = readString(env, name) ?? fallback
-  const paths = text
-    .split(',')
-    .map((path) => path.trim())
-    .filter((path) => path !== '')
+  const paths = readList(env, name) ?? [fallback]
   if (paths.length === 0) throw new ConfigError(name, 'lists no dot path')
   const bad = paths.find((path) => !DOT_PATH.test(path))
   if (bad !== undefined) {

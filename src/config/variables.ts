@@ -53,6 +53,16 @@ export function readString(env: Env, name: ConfigVariable): string | null {
   return value === undefined || value === '' ? null : value
 }
 
+/** Comma-separated entries, each trimmed, empty ones dropped; null when unset. */
+export function readList(env: Env, name: ConfigVariable): string[] | null {
+  const text = readString(env, name)
+  if (text === null) return null
+  return text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+}
+
 export function readInt(
   env: Env,
   name: ConfigVariable,
@@ -110,12 +120,8 @@ const ORIGIN_SHAPE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\\\s]+$/i
 
 /** Comma-separated exact origins, e.g. `https://portal.example.com,http://localhost:5173`. */
 export function readOrigins(env: Env, name: ConfigVariable): readonly string[] {
-  const text = readString(env, name)
-  if (text === null) return Object.freeze([])
-  const entries = text
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '')
+  const entries = readList(env, name)
+  if (entries === null) return Object.freeze([])
   if (entries.length === 0) throw new ConfigError(name, 'lists no origin')
   return Object.freeze([...new Set(entries.map((entry) => readOrigin(name, entry)))])
 }

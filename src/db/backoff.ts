@@ -6,11 +6,11 @@
  * (docs/operations.md, "When things fail"). Jitter spreads the retries of
  * many replicas so that a recovering database is not hit by all at once.
  */
-export const BACKOFF_BASE_MS = 100
-export const BACKOFF_CAP_MS = 1_000
+const BACKOFF_BASE_MS = 100
+const BACKOFF_CAP_MS = 1_000
 
-export function computeBackoffMs(attempt: number, random: () => number = Math.random): number {
+export function computeBackoffMs(attempt: number): number {
   const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1))
   // Never below a tenth of the ceiling, so retries do not collapse into a tight loop.
-  return Math.round(ceiling * (0.1 + 0.9 * random()))
+  return Math.round(ceiling * (0.1 + 0.9 * Math.random()))
 }

@@ -90,6 +90,9 @@ export interface SnapshotRead {
   readonly fromStandby: boolean
 }
 
+/** Where a read stands, as each read's first columns give it. */
+type ReadMark = Pick<SnapshotRead, 'watermark' | 'fromStandby'>
+
 /*
  * The watermark on a hot standby. pg_current_xact_id() cannot run there (it
  * would assign an id: SQLSTATE 25006), and the reads never call it; the
@@ -114,7 +117,7 @@ export interface SnapshotRead {
 export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const [[mark], apps, branding, menuItems, grants, labels] = await Promise.all([
-      tx<{ watermark: string; fromStandby: boolean }[]>`
+      tx<ReadMark[]>`
         select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
           pg_is_in_recovery() as "fromStandby"`,
       tx<AppRow[]>`
@@ -141,9 +144,7 @@ export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
  * unchanged; its revision tells.
  */
 export async function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
-  const [result] = await sql<
-    (SnapshotRows & { watermark: string; fromStandby: boolean; removedApps: string[] })[]
-  >`
+  const [result] = await sql<(SnapshotRows & ReadMark & Pick<SnapshotRead, 'removedApps'>)[]>`
     with moved as (
       select r.app_key, a.app_key is null as removed
       from shell.app_revisions r left join shell.apps a using (app_key)
@@ -192,14 +193,7 @@ export async function readRevisionsChangedSince(
   sql: Sql,
   watermark: string,
 ): Promise<RevisionCheck> {
-  const rows = await sql<
-    {
-      appKey: string | null
-      revision: string | null
-      watermark: string
-      fromStandby: boolean
-    }[]
-  >`
+  const rows = await sql<(ReadMark & { appKey: string | null; revision: string | null })[]>`
     select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
       pg_is_in_recovery() as "fromStandby", moved.*
     from (select 1) as one left join (

@@ -107,8 +107,7 @@ function buildMenus(rows: readonly ItemWithRoles[]): AppDefinition['menus'] {
     children: (childrenOf.get(row.id) ?? []).map(toDefinition),
   })
   const roots = childrenOf.get(null) ?? []
-  const zoneItems = (zone: Zone) => roots.filter((row) => row.zone === zone).map(toDefinition)
-  return mapZones(zoneItems)
+  return mapZones((zone) => roots.filter((row) => row.zone === zone).map(toDefinition))
 }
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged'

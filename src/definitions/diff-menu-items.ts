@@ -106,10 +106,6 @@ function describePlace(placed: PlacedItem): string {
   return `${placed.zone}, ${level}, position ${placed.position}`
 }
 
-function describeParent(parent: string | null): string {
-  return parent ?? '(top level)'
-}
-
 function describeNewItem(item: ItemDefinition): string {
   const fields = describeFields(ITEM_FIELDS, item, ITEM_DEFAULTS)
   if (Object.keys(item.labels).length > 0) fields.push(`labels ${describeLabels(item.labels)}`)
@@ -129,8 +125,9 @@ function describeItemChanges(
 ): string[] {
   const changes: string[] = []
   if (previous.zone !== placed.zone) changes.push(`zone ${previous.zone} → ${placed.zone}`)
-  if (previous.parent !== placed.parent)
-    changes.push(`parent ${describeParent(previous.parent)} → ${describeParent(placed.parent)}`)
+  if (previous.parent !== placed.parent) {
+    changes.push(`parent ${previous.parent ?? '(top level)'} → ${placed.parent ?? '(top level)'}`)
+  }
   const moved =
     siblingListOf(previous) === siblingListOf(placed)
       ? reordered
@@ -156,10 +153,9 @@ function findReorderedItems(
   const keptByList = new Map<string, { previous: PlacedItem; placed: PlacedItem }[]>()
   for (const placed of after) {
     const previous = before.get(placed.item.id)
-    if (previous === undefined || siblingListOf(previous) !== siblingListOf(placed)) continue
-    const list = keptByList.get(siblingListOf(placed)) ?? []
-    list.push({ previous, placed })
-    keptByList.set(siblingListOf(placed), list)
+    const siblings = siblingListOf(placed)
+    if (previous === undefined || siblingListOf(previous) !== siblings) continue
+    keptByList.set(siblings, [...(keptByList.get(siblings) ?? []), { previous, placed }])
   }
   const reordered = new Set<string>()
   for (const list of keptByList.values()) {

@@ -21,11 +21,7 @@ export function findDuplicateAppKeys(
       const first = seen.get(key)
       if (first === undefined) seen.set(key, `${file} ${path}`)
       else
-        problems.push({
-          file,
-          path,
-          message: `app "${key}" is defined twice (first at ${first})`,
-        })
+        problems.push({ file, path, message: `app "${key}" is defined twice (first at ${first})` })
     })
   }
   return problems
@@ -144,7 +140,7 @@ export function findBadWindows(
 ): DefinitionProblem[] {
   const problems: DefinitionProblem[] = []
   forEachLooseItem(apps, (item, itemPath) => {
-    const bounds = (['visibleFrom', 'visibleUntil'] as const).map((field) => {
+    const readBound = (field: 'visibleFrom' | 'visibleUntil') => {
       const text = item?.[field]
       if (typeof text !== 'string') return null
       const instant = parseInstant(text)
@@ -156,15 +152,10 @@ export function findBadWindows(
         })
       }
       return instant
-    })
-    const [from, until] = bounds
-    if (
-      from !== null &&
-      from !== undefined &&
-      until !== null &&
-      until !== undefined &&
-      from >= until
-    ) {
+    }
+    const from = readBound('visibleFrom')
+    const until = readBound('visibleUntil')
+    if (from !== null && until !== null && from >= until) {
       problems.push({
         file,
         path: `${itemPath}.visibleUntil`,

@@ -31,10 +31,8 @@ export async function importDefinitions(
  * follows, without writing, locking or notifying anything.
  */
 export async function planImport(sql: Sql, apps: readonly AppDefinition[]): Promise<AppPlan[]> {
-  const stored = await readAppDefinitionsByKey(
-    sql,
-    apps.map((app) => app.key),
-  )
+  const keys = apps.map((app) => app.key)
+  const stored = await readAppDefinitionsByKey(sql, keys)
   return apps.map((app) => planAppChange(stored.get(app.key) ?? null, app))
 }
 

@@ -12,8 +12,6 @@ import { formatKey } from './json-path.js'
 import type { AppDefinition, BrandingDefinition } from './types.js'
 import { normalizeBranding } from './validate-definitions.js'
 
-export type PlanAction = 'create' | 'unchanged' | 'change'
-
 /**
  * What importing one app would do. The import writes exactly when the action
  * is not `unchanged`, and a dry run prints the plan, so the two cannot tell
@@ -21,7 +19,7 @@ export type PlanAction = 'create' | 'unchanged' | 'change'
  */
 export interface AppPlan {
   readonly key: string
-  readonly action: PlanAction
+  readonly action: 'create' | 'unchanged' | 'change'
   /**
    * One line per difference, `+` added, `-` removed, `~` changed: the app's
    * fields, then its branding, then its items in menu order; empty when

@@ -15,7 +15,7 @@ export class DefinitionsError extends Error {
 /** Reads and checks every file before anything is written; throws DefinitionsError with every problem. */
 export async function readDefinitionFiles(files: readonly string[]): Promise<AppDefinition[]> {
   const problems: DefinitionProblem[] = []
-  const parsed: { file: string; apps: readonly AppDefinition[] }[] = []
+  const apps: AppDefinition[] = []
   // From every file that parsed as JSON, valid or not, so a clash is reported with the rest.
   const keysByFile: { file: string; appKeys: readonly (string | undefined)[] }[] = []
   for (const file of files) {
@@ -32,10 +32,10 @@ export async function readDefinitionFiles(files: readonly string[]): Promise<App
     }
     const result = parseDefinitions(text, file)
     keysByFile.push({ file, appKeys: result.appKeys })
-    if (result.ok) parsed.push({ file, apps: result.apps })
+    if (result.ok) apps.push(...result.apps)
     else problems.push(...result.problems)
   }
   problems.push(...findDuplicateAppKeys(keysByFile))
   if (problems.length > 0) throw new DefinitionsError(problems)
-  return parsed.flatMap(({ apps }) => apps)
+  return apps
 }

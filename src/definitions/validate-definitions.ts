@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { DEFAULT_LOCALE, type MenuKind, mapZones, type Zone } from '../domain/vocabulary.js'
+import { DEFAULT_LOCALE, mapZones, type Zone } from '../domain/vocabulary.js'
 import {
   findBadWindows,
   findDuplicateItemIds,
@@ -30,9 +30,9 @@ export type ParseResult = (
 
 /**
  * Parses one definitions file and checks all of it: JSON syntax, the schema
- * (every error, not the first), then what a schema cannot say (item ids
- * unique in their app), the latter also where the schema failed, as far as
- * the document's shape allows. Returns every problem with its JSON path.
+ * (every error, not the first), then what a schema cannot say
+ * (find-conflicts.ts), also where the schema failed. Returns every problem
+ * with its JSON path.
  */
 export function parseDefinitions(text: string, file: string): ParseResult {
   let document: unknown
@@ -73,30 +73,16 @@ export function formatProblem(problem: DefinitionProblem): string {
   return `${problem.file}: ${problem.path}: ${problem.message}`
 }
 
-interface RawItem {
-  id: string
-  kind?: MenuKind
-  label: string
-  labels?: Record<string, string>
-  icon?: string | null
-  href?: string | null
-  external?: boolean
-  roles?: string[]
-  rollout?: number | null
-  visibleFrom?: string | null
-  visibleUntil?: string | null
-  children?: RawItem[]
-}
+/** An item as a file may write it: any field but its id and label left to its default. */
+type RawItem = Pick<ItemDefinition, 'id' | 'label'> &
+  Partial<Omit<ItemDefinition, 'id' | 'label' | 'children'>> & { readonly children?: RawItem[] }
 
-interface RawApp {
-  key: string
-  name: string
-  description?: string | null
-  homeUrl?: string | null
-  defaultLocale?: string
-  branding?: Partial<BrandingDefinition>
-  menus?: Partial<Record<Zone, RawItem[]>>
-}
+/** An app as a file may write it: any field but its key and name left to its default. */
+type RawApp = Pick<AppDefinition, 'key' | 'name'> &
+  Partial<Pick<AppDefinition, 'description' | 'homeUrl' | 'defaultLocale'>> & {
+    readonly branding?: Partial<BrandingDefinition>
+    readonly menus?: Partial<Record<Zone, RawItem[]>>
+  }
 
 function normalizeApp(raw: RawApp): AppDefinition {
   const menuOf = (zone: Zone) => (raw.menus?.[zone] ?? []).map(normalizeItem)
@@ -148,20 +134,17 @@ function normalizeInstant(text: string | null | undefined): string | null {
 
 function describeSchemaError(file: string, error: ErrorObject): DefinitionProblem {
   const path = pointerToPath(error.instancePath)
+  const keyPath = (key: unknown) => path + formatKey(String(key))
   if (path.endsWith('.rollout')) {
     return { file, path, message: 'must be a whole percent from 0 to 100' }
   }
   switch (error.keyword) {
     case 'required':
-      return {
-        file,
-        path: path + formatKey(String(error.params.missingProperty)),
-        message: 'is required',
-      }
+      return { file, path: keyPath(error.params.missingProperty), message: 'is required' }
     case 'additionalProperties':
       return {
         file,
-        path: path + formatKey(String(error.params.additionalProperty)),
+        path: keyPath(error.params.additionalProperty),
         message: 'is not a known field',
       }
     case 'pattern':
@@ -169,7 +152,7 @@ function describeSchemaError(file: string, error: ErrorObject): DefinitionProble
       if (typeof error.propertyName === 'string') {
         return {
           file,
-          path: path + formatKey(error.propertyName),
+          path: keyPath(error.propertyName),
           message: `is not a language tag (must match ${error.params.pattern})`,
         }
       }

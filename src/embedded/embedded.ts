@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { chmod, chown, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { type AddressInfo, createServer } from 'node:net'
 import { basename, dirname, join } from 'node:path'
 import type { Logger } from 'pino'
 import { EmbeddedPostgresError } from './embedded-postgres-error.js'
@@ -77,8 +77,9 @@ export async function startEmbeddedDatabase(options: {
     }
     logger.info({ dataDir: clusterDir }, 'creating the embedded PostgreSQL cluster')
     await initialiseCluster({ runtime, dataDir: clusterDir, logger, password })
-  } else if (runtime.user !== null) {
-    await giveToUser(clusterDir, runtime.user)
+  } else if (runtime.user !== null && (await stat(clusterDir)).uid !== runtime.user.uid) {
+    // The data folder must belong to the user PostgreSQL runs as, e.g. after a run as another user.
+    await chownRecursive(clusterDir, runtime.user)
   }
   const server = await startOnFreePort(runtime, clusterDir, logger)
   logger.info({ port: server.port }, 'embedded PostgreSQL started')
@@ -194,18 +195,12 @@ async function findRunningServerPort(clusterDir: string): Promise<number | null>
   return port
 }
 
-/** The data folder must belong to the user PostgreSQL runs as, e.g. after a run as another user. */
-async function giveToUser(clusterDir: string, user: OsUser): Promise<void> {
-  if ((await stat(clusterDir)).uid === user.uid) return
-  await chownRecursive(clusterDir, user.uid, user.gid)
-}
-
-async function chownRecursive(path: string, uid: number, gid: number): Promise<void> {
-  await chown(path, uid, gid)
+async function chownRecursive(path: string, user: OsUser): Promise<void> {
+  await chown(path, user.uid, user.gid)
   for (const entry of await readdir(path, { withFileTypes: true })) {
     const child = join(path, entry.name)
-    if (entry.isDirectory()) await chownRecursive(child, uid, gid)
-    else await chown(child, uid, gid)
+    if (entry.isDirectory()) await chownRecursive(child, user)
+    else await chown(child, user.uid, user.gid)
   }
 }
 
@@ -216,8 +211,7 @@ export async function findFreePort(): Promise<number> {
     probe.unref()
     probe.once('error', reject)
     probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      const port = typeof address === 'object' && address !== null ? address.port : 0
+      const { port } = probe.address() as AddressInfo
       probe.close(() => resolve(port))
     })
   })

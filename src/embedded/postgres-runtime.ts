@@ -11,7 +11,7 @@ import { EmbeddedPostgresError } from './embedded-postgres-error.js'
 const execFileAsync = promisify(execFile)
 
 /** The OS user PostgreSQL runs as when we are root: PostgreSQL refuses to run as root. */
-export const POSTGRES_OS_USER = 'postgres'
+const POSTGRES_OS_USER = 'postgres'
 
 /**
  * Root's copies of the PostgreSQL binaries, one folder per package and
@@ -19,7 +19,7 @@ export const POSTGRES_OS_USER = 'postgres'
  * postgres OS user can run them wherever the clone is (a clone under a 0700
  * home is out of its reach). A cache: deleting it costs one copy.
  */
-export const ROOT_BINARIES_CACHE = '/var/cache/shell-data/postgres'
+const ROOT_BINARIES_CACHE = '/var/cache/shell-data/postgres'
 
 /** Written last into a cached copy, so that a copy cut short is never used. */
 const COMPLETE_MARKER = '.complete'

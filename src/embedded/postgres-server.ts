@@ -155,12 +155,18 @@ function whatToDoAbout(dataDir: string, runtime: PostgresRuntime): string {
   return `check that ${who} owns ${dataDir} and can reach it; if the folder is damaged, move it away to start on a new, empty database (LOG_LEVEL=trace shows PostgreSQL's log)`
 }
 
+/** How a binary ended; `error` when it could not be started at all. */
+interface Ending {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly error?: string
+}
+
 interface RunningBinary {
   readonly child: ChildProcess
   /** Resolves true once the server says it accepts connections (never for initdb). */
   readonly ready: Promise<boolean>
-  /** Settles when the process has ended, or could not be started (`error`). */
-  readonly ended: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: string }>
+  readonly ended: Promise<Ending>
   hasEnded(): boolean
   lastLines(): string[]
 }
@@ -197,11 +203,7 @@ function runAs(options: ClusterOptions, binary: string, args: string[]): Running
   }
   child.stdout?.setEncoding('utf8').on('data', onOutput)
   child.stderr?.setEncoding('utf8').on('data', onOutput)
-  const endedPromise = new Promise<{
-    code: number | null
-    signal: NodeJS.Signals | null
-    error?: string
-  }>((resolve) => {
+  const endedPromise = new Promise<Ending>((resolve) => {
     // 'error' without 'exit': the binary could not be run at all (EACCES, ENOENT).
     child.once('error', (error: NodeJS.ErrnoException) => {
       ended = true
