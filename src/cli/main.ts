@@ -50,8 +50,10 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error
   }
-  // The CLI speaks on stdout; its log (embedded PostgreSQL, migrations) goes to stderr and stays quiet unless asked.
-  const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, pino.destination(2))
+  // The CLI speaks on stdout; its log (embedded PostgreSQL, migrations) goes to stderr and
+  // stays at warn unless LOG_LEVEL asks for more, read as the service reads it (empty: unset).
+  const level = process.env.LOG_LEVEL?.trim() ? config.logLevel : 'warn'
+  const logger = pino({ level }, pino.destination(2))
   return command(args, { config, logger })
 }
 
