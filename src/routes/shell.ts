@@ -7,6 +7,7 @@ import {
   varyHook,
 } from '../http/api-conventions.js'
 import { findAppView, rejectImpossibleAppKey } from '../http/app-lookup.js'
+import { createLastShells } from '../http/last-shells.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
   APP_KEY_PARAMS,
@@ -30,12 +31,14 @@ import { buildShellResponse } from '../snapshot/shell-response.js'
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
  * After the hooks (Vary, the key's form, the token), the app's view, the
- * caller's language, the shell response (snapshot/shell-response.ts) and its
- * bytes in the caller's coding (http/representation-cache.ts), sent or
- * answered with a 304.
+ * caller's language and coding, then the caller's last shell when it asked
+ * for the same before (http/last-shells.ts), else the shell response
+ * (snapshot/shell-response.ts) in that coding (http/representation-cache.ts);
+ * sent, or answered with a 304.
  */
 export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
   const { snapshots, negotiation, representations } = deps
+  const lastShells = createLastShells(snapshots)
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
     {
@@ -55,12 +58,13 @@ export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): v
     (request, reply) => {
       const view = findAppView(snapshots, request, reply)
       if (view === undefined) return reply
-      const { headers } = request
+      const { headers, caller } = request
       const locale = view.localeFor(negotiation.languages(headers['accept-language']))
-      const shell = buildShellResponse(view, request.caller, locale)
       const coding = negotiation.coding(headers['accept-encoding'])
+      const representation = lastShells.representationOf(caller, view, locale, coding, () =>
+        representations.representationOf(buildShellResponse(view, caller, locale), coding),
+      )
       reply.header('cache-control', PRIVATE_NO_CACHE).header('content-language', locale)
-      const representation = representations.representationOf(shell, coding)
       return sendRepresentation(request, reply, representation, JSON_CONTENT_TYPE)
     },
   )
