@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { pinTo } from './cpu-pinning.js'
 
 /** A file of one request per line, `TOKEN` or `TOKEN ETAG`; `next` is the line the next leg starts at. */
 export interface TokenPool {
@@ -73,7 +74,8 @@ export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, conn
           String(tokens.next),
         ]
       : ['--import', 'tsx', AUTOCANNON_LEG, JSON.stringify({ ...job, connections, durationS })]
-    const child = spawn(useWrk ? 'wrk' : process.execPath, args, {
+    const [command, commandArgs] = useWrk ? pinTo('load', 'wrk', args) : [process.execPath, args]
+    const child = spawn(command, commandArgs, {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     running.add(child)

@@ -8,6 +8,7 @@ import { cpus, loadavg } from 'node:os'
 import pino from 'pino'
 import { createReleasers } from '../src/releasers.js'
 import { compareLegs } from './compare-legs.js'
+import { PINNING_DESCRIPTION } from './cpu-pinning.js'
 import { setUpEnvironment } from './environment.js'
 import { formatTable } from './format-table.js'
 import { createLoadGenerator } from './load-generator.js'
@@ -87,7 +88,7 @@ try {
     ...results.flatMap(({ id, notes }) => notes.map((note) => `- ${id}: ${note}`)),
     '',
     `${command}: ${((performance.now() - clock) / 1000).toFixed(0)} s on ${machine}`,
-    `load generator: ${load.description}`,
+    `load generator: ${load.description}; ${PINNING_DESCRIPTION}`,
     `load average (1 min): ${loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? Number.NaN).toFixed(2)} at the end`,
   ]
   if (env.profileDir !== null) {
