@@ -1,3 +1,4 @@
+import { withServersPinned } from './cpu-pinning.js'
 import type { LoadGenerator, LoadResult } from './load-generator.js'
 import { readCpuSeconds } from './process-resources.js'
 import { passOrMiss, type ScenarioResult, type Side } from './scenario.js'
@@ -19,14 +20,16 @@ export async function compareLegs(
   minRatio: number | null,
 ): Promise<ScenarioResult> {
   const { settings, load } = context
-  for (const side of [a, b]) {
-    if (settings.warmupS > 0) await load.run(jobOf(side), settings.warmupS)
-  }
   const legs: [Leg[], Leg[]] = [[], []]
-  for (let pair = 1; pair <= settings.pairs; pair += 1) {
-    legs[0].push(await runLeg(context, a, `A${pair}`))
-    legs[1].push(await runLeg(context, b, `B${pair}`))
-  }
+  await withServersPinned([a.server.pid, b.server.pid], async () => {
+    for (const side of [a, b]) {
+      if (settings.warmupS > 0) await load.run(jobOf(side), settings.warmupS)
+    }
+    for (let pair = 1; pair <= settings.pairs; pair += 1) {
+      legs[0].push(await runLeg(context, a, `A${pair}`))
+      legs[1].push(await runLeg(context, b, `B${pair}`))
+    }
+  })
   const [sideA, sideB] = legs.map(summarize) as [Summary, Summary]
   const pairRatios = legs[0].map(
     (leg, index) => leg.requestsPerSecond / (legs[1][index] as Leg).requestsPerSecond,

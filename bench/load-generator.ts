@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { pinTo } from './cpu-pinning.js'
+import { pinLoadGenerator } from './cpu-pinning.js'
 
 /** A file of one request per line, `TOKEN` or `TOKEN ETAG`; `next` is the line the next leg starts at. */
 export interface TokenPool {
@@ -74,7 +74,7 @@ export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, conn
           String(tokens.next),
         ]
       : ['--import', 'tsx', AUTOCANNON_LEG, JSON.stringify({ ...job, connections, durationS })]
-    const [command, commandArgs] = useWrk ? pinTo('load', 'wrk', args) : [process.execPath, args]
+    const [command, commandArgs] = useWrk ? pinLoadGenerator('wrk', args) : [process.execPath, args]
     const child = spawn(command, commandArgs, {
       stdio: ['ignore', 'pipe', 'pipe'],
     })

@@ -3,7 +3,6 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { findFreePort } from '../src/embedded/embedded.js'
 import { PACKAGE_ROOT, serviceEnv } from '../test/helpers/service-process.js'
-import { pinTo } from './cpu-pinning.js'
 
 /** The large data set is read and built before /readyz answers. */
 const READY_TIMEOUT_MS = 120_000
@@ -39,8 +38,7 @@ export async function startNodeProcess(
   const port = await findFreePort()
   const profile =
     profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`]
-  const [command, commandArgs] = pinTo('server', process.execPath, [...profile, ...args])
-  const child = spawn(command, commandArgs, {
+  const child = spawn(process.execPath, [...profile, ...args], {
     cwd: PACKAGE_ROOT,
     env: serviceEnv({ ...settings, PORT: String(port), NODE_OPTIONS: '' }),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,7 +4,7 @@ import { locateDatabase } from '../embedded/locate-database.js'
 import type { CommandContext } from './command-context.js'
 
 /** SQLSTATEs meaning the schema is not there yet: undefined_table, invalid_schema_name. */
-const MISSING_SCHEMA_CODES = new Set(['42P01', '3F000'])
+const MISSING_SCHEMA_CODES: ReadonlySet<string> = new Set(['42P01', '3F000'])
 
 /**
  * Runs `work` with a pool on the configured database (the embedded one when

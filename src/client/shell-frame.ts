@@ -39,7 +39,7 @@ declare global {
 }
 
 /** Links lead to web pages, mail and phone numbers only: never `javascript:` from a menu row. */
-const SAFE_PROTOCOLS = new Set(['http:', 'https:', 'mailto:', 'tel:'])
+const SAFE_PROTOCOLS: ReadonlySet<string> = new Set(['http:', 'https:', 'mailto:', 'tel:'])
 
 const ZONES: readonly ShellZone[] = ['topbar', 'sidebar', 'user-menu', 'footer']
 

@@ -17,8 +17,9 @@ import type {
   ItemDefinition,
 } from './types.js'
 
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true })
-const validateSchema = ajv.compile(definitionsSchema)
+const validateSchema = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(
+  definitionsSchema,
+)
 
 export type ParseResult = (
   | { readonly ok: true; readonly apps: readonly AppDefinition[] }

@@ -157,3 +157,16 @@ function withHeaders<T extends object>(response: T, headers: Headers): T & { hea
 
 /** A 200 of the inventory: its headers, and its coding. */
 export const INVENTORY_BODY_HEADERS: Headers = { ...INVENTORY_HEADERS, ...contentEncoding }
+
+/** The errors every API operation may answer: a token refused, nothing to answer from yet. */
+export const API_ERRORS = {
+  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  503: problemResponse(
+    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
+    RETRY_AFTER_HEADERS,
+  ),
+  default: OTHER_ERRORS,
+}
+
+/** An operation on one app: its key may name none. */
+export const NO_SUCH_APP = problemResponse('No app has this key.')

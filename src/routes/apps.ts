@@ -15,14 +15,11 @@ import {
   INVENTORY_REQUEST_HEADERS,
 } from '../openapi/documented-requests.js'
 import {
-  CHALLENGE_HEADERS,
+  API_ERRORS,
   INVENTORY_BODY_HEADERS,
   INVENTORY_HEADERS,
   jsonResponse,
   notModifiedResponse,
-  OTHER_ERRORS,
-  problemResponse,
-  RETRY_AFTER_HEADERS,
 } from '../openapi/documented-responses.js'
 import { appsBodySchema } from '../openapi/response-schemas.js'
 
@@ -66,12 +63,7 @@ const appsResponses = {
     'If-None-Match matched: the caller holds these bytes.',
     INVENTORY_HEADERS,
   ),
-  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
-  503: problemResponse(
-    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
-    RETRY_AFTER_HEADERS,
-  ),
-  default: OTHER_ERRORS,
+  ...API_ERRORS,
 }
 
 const appsSchema = {

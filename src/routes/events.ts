@@ -16,9 +16,9 @@ import {
   EVENTS_REQUEST_HEADERS,
 } from '../openapi/documented-requests.js'
 import {
-  CHALLENGE_HEADERS,
+  API_ERRORS,
   EVENT_STREAM_HEADERS,
-  OTHER_ERRORS,
+  NO_SUCH_APP,
   problemResponse,
   RETRY_AFTER_HEADERS,
   textResponse,
@@ -98,13 +98,12 @@ const eventResponses = {
     'text/event-stream',
     EVENT_STREAM_HEADERS,
   ),
-  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
-  404: problemResponse('No app has this key.'),
+  ...API_ERRORS,
+  404: NO_SUCH_APP,
   503: problemResponse(
     "No snapshot is loaded yet, the identity provider's keys cannot be fetched, or the instance holds as many streams as it may (EVENT_STREAMS_MAX).",
     RETRY_AFTER_HEADERS,
   ),
-  default: OTHER_ERRORS,
 }
 
 /** The events are text, not a schema: the operation's description is where a reader finds them. */

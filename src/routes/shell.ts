@@ -16,12 +16,10 @@ import {
   SHELL_REQUEST_HEADERS,
 } from '../openapi/documented-requests.js'
 import {
-  CHALLENGE_HEADERS,
+  API_ERRORS,
   jsonResponse,
+  NO_SUCH_APP,
   notModifiedResponse,
-  OTHER_ERRORS,
-  problemResponse,
-  RETRY_AFTER_HEADERS,
   SHELL_BODY_HEADERS,
   SHELL_HEADERS,
 } from '../openapi/documented-responses.js'
@@ -77,11 +75,6 @@ const shellResponses = {
     SHELL_BODY_HEADERS,
   ),
   304: notModifiedResponse('If-None-Match matched: the caller holds these bytes.', SHELL_HEADERS),
-  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
-  404: problemResponse('No app has this key.'),
-  503: problemResponse(
-    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
-    RETRY_AFTER_HEADERS,
-  ),
-  default: OTHER_ERRORS,
+  404: NO_SUCH_APP,
+  ...API_ERRORS,
 }
