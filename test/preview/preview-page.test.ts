@@ -108,7 +108,10 @@ async function waitForFrame(
 ): Promise<DrawnFrame> {
   let frame = await readFrame(page)
   await waitFor(
-    async () => ready((frame = await readFrame(page))),
+    async () => {
+      frame = await readFrame(page)
+      return ready(frame)
+    },
     () => `${what}; the page shows ${JSON.stringify(frame)}`,
     timeoutMs,
   )
