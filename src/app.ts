@@ -66,9 +66,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       ? createCors(deps.corsOrigins)
       : undefined
   const app = Fastify({
-    // Fastify's logger gives every request a child logger and response listeners, which cost
-    // more than the shell's answer: it has one only when requests are to be logged. Errors
-    // are logged by the error handler below either way.
+    // Fastify's logger costs each request more than its answer: set only when requests are logged.
+    // The error handler below logs errors either way.
     ...(deps.logRequests ? { loggerInstance: deps.logger as FastifyBaseLogger } : {}),
     logController: new LogController({ disableRequestLogging: !deps.logRequests }),
     // Requests already accepted are answered normally while the server drains on shutdown.
@@ -76,7 +75,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Keep-alive connections that are idle are closed at shutdown; busy ones finish first
     // (drainConnectionsOnClose below closes them after their answer, or at its deadline).
     forceCloseConnections: 'idle',
-    // Framework-level failures (a URL that cannot be decoded, a bad header) are problems too.
     frameworkErrors: (error, request, reply) => {
       // No hook runs for these; a page on a listed origin still gets to read the problem.
       cors?.addHeaders(request, reply)
@@ -89,8 +87,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
 
   for (const schema of sharedSchemas) app.addSchema(schema)
-  // Before any route: each route's timing hook, and each API route's 405 for other methods,
-  // are added as the route is.
+  // Before any route: each route's timing hook and API 405 sibling are added as it is.
   timeRequests(app, deps.metrics.httpRequestDuration)
   refuseOtherMethodsOnApiRoutes(app)
   if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
@@ -130,8 +127,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
   drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
-  // Each made once per instance, with its own bound: nothing of one instance is shared
-  // with another in the same process.
+  // Each made once per instance: nothing is shared with another instance in the process.
   const api: ApiRouteDeps = {
     snapshots: deps.snapshots,
     authenticate: registerAuthentication(app, deps.verifier),
@@ -162,9 +158,8 @@ function describeClientError(error: Error): string {
 }
 
 /**
- * Answers what the HTTP parser refused as a problem too, as fastify's default
- * handler would but as RFC 9457 problem details, then closes the connection:
- * after a parse error the rest of its bytes cannot be trusted.
+ * What the HTTP parser refused, answered as RFC 9457 problem details, then the connection
+ * closed: after a parse error the rest of its bytes cannot be trusted.
  */
 function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {
   // A reset connection has no one left to answer.

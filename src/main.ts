@@ -1,9 +1,5 @@
 #!/usr/bin/env node
-/**
- * The process: configuration, logger, the service, signals, shutdown.
- * `node dist/main.js` (npm start builds first). What a signal means is
- * shutdown-signals.ts's; what a shutdown does is the service's.
- */
+/** The process (`node dist/main.js`): configuration, logger, the service, signals, shutdown. */
 import pino from 'pino'
 import { loadConfig } from './config/config.js'
 import { ConfigError } from './config/variables.js'
@@ -13,9 +9,7 @@ import { createSignalClassifier, delayFor } from './shutdown-signals.js'
 
 let config: ReturnType<typeof loadConfig>
 try {
-  config = loadConfig(process.env, {
-    databaseUrlRequired: !isEmbeddedPostgresInstalled(),
-  })
+  config = loadConfig(process.env, { databaseUrlRequired: !isEmbeddedPostgresInstalled() })
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error
   process.stderr.write(`shell-data: ${error.message}\n`)
@@ -44,10 +38,8 @@ service.started.catch(async (error: unknown) => {
 })
 
 /**
- * The bound on a shutdown past its delay (docs/operations.md, "Deploys and
- * shutdown"): the drain and the
- * database each have a deadline of their own inside it; this one catches
- * anything that still hangs.
+ * The bound on a shutdown past its delay (docs/operations.md, "Deploys and shutdown"): the
+ * drain and the database have deadlines of their own inside it; this catches what still hangs.
  */
 const SHUTDOWN_BOUND_MS = 10_000
 

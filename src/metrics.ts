@@ -1,10 +1,6 @@
-/**
- * Every metric the service exports, for every concern (requests, the feed,
- * tokens, streams): at the top of src/ because all of them record into it.
- */
+/** Every metric docs/operations.md lists: at the top of src/ as every concern records into it. */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
-/** Every metric docs/operations.md lists, in one registry per service instance. */
 export type Metrics = ReturnType<typeof createMetrics>
 
 /** The `result` label values of shell_token_verifications_total. */
@@ -26,11 +22,9 @@ const STREAM_END_REASONS = ['client', 'expired', 'gone', 'overflow', 'shutdown']
 export type StreamEndReason = (typeof STREAM_END_REASONS)[number]
 
 /**
- * prom-client's defaults also export the sum of three of their by-type gauges
- * as a gauge named `…_total`, a suffix that Prometheus reserves for counters,
- * so `promtool check metrics` refuses them (prom-client issue 283, still open).
- * The by-type gauges stay: `sum without (type) (nodejs_active_handles)` is the
- * same number.
+ * prom-client's defaults also export sums of by-type gauges named `…_total`, a suffix Prometheus
+ * reserves for counters, which `promtool check metrics` refuses (prom-client issue 283). The
+ * by-type gauges stay: `sum without (type) (nodejs_active_handles)` is the same number.
  */
 const MISNAMED_DEFAULT_METRICS = [
   'nodejs_active_handles_total',
@@ -38,10 +32,7 @@ const MISNAMED_DEFAULT_METRICS = [
   'nodejs_active_resources_total',
 ]
 
-/**
- * A registry of its own (not prom-client's global one), so that tests can build
- * many services in one process without "metric already registered" errors.
- */
+/** A registry of its own, not prom-client's global one: tests build many services in a process. */
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry()
   if (options.defaultMetrics !== false) {

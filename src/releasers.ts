@@ -1,9 +1,8 @@
 import type { Logger } from 'pino'
 
 /**
- * Cleanups registered the moment each resource is created (by service.ts, and
- * by the bench for what it starts), run in reverse order by one `releaseAll()`,
- * each even when an earlier one failed.
+ * Cleanups added as each resource is created (by service.ts, and the bench for what it starts),
+ * run in reverse order by one `releaseAll()`, each even when an earlier one failed.
  */
 export interface Releasers {
   add(name: string, release: () => unknown): void

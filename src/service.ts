@@ -36,16 +36,13 @@ export interface Service {
   /** Resolves once the database is migrated (and seeded) and the feed is started. */
   readonly started: Promise<void>
   /**
-   * The shutdown a SIGTERM asks for: /readyz answers 503 at once, every
-   * route goes on serving for `delayMs` (so that load balancers stop sending
-   * first), then the service drains and closes as `close()` does.
+   * SIGTERM's shutdown: /readyz answers 503 at once, every route serves on for `delayMs` (so
+   * that load balancers stop sending first), then it drains and closes as `close()` does.
    */
   shutdown(options: { readonly delayMs: number }): Promise<void>
   /**
-   * Drains and closes everything at once, in reverse order of creation:
-   * event streams end, the listener closes, requests in flight are answered
-   * with `Connection: close`, then the feed, the pool and the embedded
-   * PostgreSQL. Called again, it returns the same promise.
+   * Drains and closes everything at once, in reverse order of creation (streams, listener,
+   * requests in flight, feed, pool, embedded PostgreSQL). Called again, the same promise.
    */
   close(): Promise<void>
 }
@@ -60,10 +57,8 @@ export interface ServiceOptions {
 }
 
 /**
- * Starts the whole service: database (embedded when DATABASE_URL is unset),
- * HTTP listener (so probes answer while the rest starts), migrations, seeds
- * for an empty embedded database, then the feed. Each resource registers its
- * cleanup as soon as it exists.
+ * Starts the database (embedded when DATABASE_URL is unset), the listener (so probes answer
+ * meanwhile), migrations, seeds, then the feed; each resource's cleanup is added as it exists.
  */
 export async function startService(
   config: Config,
@@ -101,8 +96,7 @@ export async function startService(
     const feed = createSnapshotFeed({ sql, feedUrl, logger, metrics })
     releasers.add('snapshot feed', () => feed.close())
     // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
-    // "Migrations"): through FEED_DATABASE_URL when it names another database than
-    // DATABASE_URL. Used at start only: its connection closes once idle for a minute.
+    // "Migrations"): FEED_DATABASE_URL when it differs. Used at start: closes after 1 min idle.
     const migrationSql =
       feedUrl === location.url
         ? null
@@ -185,10 +179,7 @@ export async function startService(
   }
 }
 
-/**
- * What the start is waiting for before the feed starts, for /readyz: the
- * migrations a read-only database still lacks. Closing the service aborts it.
- */
+/** For /readyz: the migrations a read-only database lacks, awaited before the feed starts. */
 interface Preparation {
   readonly signal: AbortSignal
   /** The feed as /readyz sees it: while the schema is awaited, that is the reason. */
@@ -198,7 +189,6 @@ interface Preparation {
 }
 
 function createPreparation(): Preparation {
-  // Ends the retries below when the service closes before the database was ever reached.
   const controller = new AbortController()
   let awaited: string | null = null
   return {
@@ -212,10 +202,9 @@ function createPreparation(): Preparation {
 }
 
 /**
- * Migrations (or, on a read-only database, the check that they are there)
- * and seeds, retried while the database cannot be reached or lacks
- * migrations; a broken migration is fatal. Closing the service ends the
- * retries (the pool is gone then) and resolves without starting the feed.
+ * Migrations (on a read-only database, the check that they are there) and seeds, retried while
+ * the database is unreachable or lacks migrations; a broken one is fatal. Closing the service
+ * ends the retries and resolves without starting the feed.
  */
 async function prepareDatabaseThenFeed(context: {
   config: Config
@@ -238,7 +227,6 @@ async function prepareDatabaseThenFeed(context: {
         if (embedded) await seedEmptyDatabase(sql, logger)
         break
       }
-      // Said when it changes, not on every check.
       if (reason !== lastReason) logger.warn({ reason }, 'waiting for migrations; checking again')
       lastReason = reason
     } catch (error) {

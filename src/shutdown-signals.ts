@@ -3,18 +3,9 @@
 export type ShutdownSignal = 'SIGTERM' | 'SIGINT'
 
 /**
- * `shutdown`: the first signal. `copy`: the same signal again within
- * SAME_SIGNAL_WINDOW_MS of the first, which is the same request (below).
- * `second`: any other signal after the first: the operator wants out now.
- */
-export type SignalMeaning = 'shutdown' | 'copy' | 'second'
-
-/**
- * A signal sent to a process group (a terminal's Ctrl-C, `kill -- -PGID`,
- * a container runtime stopping `npm start`) reaches the service and npm,
- * and npm passes it on to the service: the same signal twice within
- * milliseconds. A second of slack covers a loaded machine; an operator who
- * means a second signal sends it later.
+ * A signal to a process group (Ctrl-C, `kill -- -PGID`, a runtime stopping `npm start`) reaches
+ * the service and npm, which passes it on: the same signal twice within milliseconds. A second
+ * of slack covers a loaded machine; an operator who means a second signal sends it later.
  */
 export const SAME_SIGNAL_WINDOW_MS = 1_000
 
@@ -23,10 +14,14 @@ export function delayFor(signal: ShutdownSignal, shutdownDelayS: number): number
   return signal === 'SIGTERM' ? shutdownDelayS * 1000 : 0
 }
 
-/** Tells each signal's meaning from the ones before it; `now` in milliseconds, monotonic. */
+/**
+ * Tells each signal's meaning from the ones before it (`now` in monotonic milliseconds): the
+ * first is `shutdown`; the same again within SAME_SIGNAL_WINDOW_MS a `copy`; any other after
+ * it `second`: the operator wants out now.
+ */
 export function createSignalClassifier(
   now: () => number = () => performance.now(),
-): (signal: ShutdownSignal) => SignalMeaning {
+): (signal: ShutdownSignal) => 'shutdown' | 'copy' | 'second' {
   let first: { readonly signal: ShutdownSignal; readonly atMs: number } | undefined
   return (signal) => {
     const atMs = now()

@@ -4,23 +4,15 @@ export type Coding = 'br' | 'gzip' | 'identity'
 /** Below the least weight a header can give (0.001): acceptable, and last. */
 const UNNAMED_IDENTITY_WEIGHT = 0.0001
 
-/**
- * `coding [ OWS ";" OWS "q=" qvalue ]` (RFC 9110 sections 12.5.3, 12.4.2):
- * a token, and a weight of 0 to 1 with up to three decimals, `q`
- * case-insensitive. Codings compare case-insensitively.
- */
+/** `coding [ OWS ";" OWS "q=" qvalue ]` (RFC 9110 sections 12.5.3, 12.4.2). */
 const CODING_WITH_WEIGHT =
   /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:[ \t]*;[ \t]*[qQ]=(0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?))?$/
 
-/** Every coding the service sends, identity included. */
 export const CODINGS: readonly Coding[] = ['br', 'gzip', 'identity']
 
 /**
- * The coding to send for an `Accept-Encoding` header: among `br`, `gzip`
- * and `identity`, the one with the highest `q` (on equal `q`, br, then
- * gzip); `*` stands for any coding the header does not name; `q=0` never;
- * identity not named (nor by `*`) comes after every coding named.
- * Nothing acceptable, or a header that does not parse: identity.
+ * The coding with the highest `q` for an `Accept-Encoding` header; a header that does not
+ * parse, or nothing acceptable: identity.
  */
 export function negotiateCoding(header: string): Coding {
   const weights = new Map<string, number>()

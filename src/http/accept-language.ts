@@ -1,9 +1,6 @@
 /**
- * `Accept-Language` (RFC 9110 section 12.5.4) as a list of language ranges in
- * the order to try them: descending `q`, equal `q` in header order, `q=0`
- * left out. Ranges come lowercased (tags compare case-insensitively); `*`
- * stays `*`. A header that is not a well-formed list gives null: the caller
- * treats it as absent, never as an error.
+ * `Accept-Language` (RFC 9110 section 12.5.4) as lowercased ranges in the order to try them:
+ * descending `q`, equal `q` in header order, `q=0` left out. Not a well-formed list: null.
  */
 export function parseAcceptLanguage(header: string): readonly string[] | null {
   const weighted: { range: string; q: number }[] = []
@@ -20,11 +17,6 @@ export function parseAcceptLanguage(header: string): readonly string[] | null {
   return weighted.sort((a, b) => b.q - a.q).map(({ range }) => range)
 }
 
-/**
- * `language-range [ OWS ";" OWS "q=" qvalue ]`: a range is `*` or 1-8 letters
- * followed by subtags of 1-8 letters or digits (RFC 4647 section 2.1); a
- * qvalue is 0 or 1 with up to three decimals (RFC 9110 section 12.4.2), and
- * the `q` is case-insensitive.
- */
+/** `language-range [ OWS ";" OWS "q=" qvalue ]` (RFC 4647 section 2.1, RFC 9110 section 12.4.2). */
 const LANGUAGE_RANGE_WITH_WEIGHT =
   /^(\*|[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*)(?:[ \t]*;[ \t]*[qQ]=(0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?))?$/

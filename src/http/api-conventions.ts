@@ -5,7 +5,6 @@ import type { RepresentationCache } from './representation-cache.js'
 
 /** What every API route shares: its path prefix, its caching and Vary headers, its media type. */
 
-/** Every API path, present and future. */
 export const API_PREFIX = '/api/v1/'
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
@@ -17,13 +16,9 @@ export const VARY_BY_CALLER = 'Authorization, Accept-Encoding'
 export const VARY_BY_CALLER_AND_LANGUAGE = 'Authorization, Accept-Language, Accept-Encoding'
 
 /**
- * The route's `Vary`, set before anything else runs, so that every answer
- * carries it, errors included: a cache must not hand one caller's 401 to
- * another. With CORS on, it varies with Origin too, also when the request
- * had none: a browser must not answer a page's cross-origin request from a
- * response it cached for a request without Origin, which carries no CORS
- * headers (the Fetch standard's rule for CORS and HTTP caches). Chosen once,
- * when the routes are registered, so no request pays for it.
+ * The route's `Vary`, set before anything runs so that errors carry it too: a cache must not
+ * hand one caller's 401 to another. With CORS on, Origin too, even on requests without one,
+ * whose cached answer has no CORS headers (the Fetch standard's rule for CORS and HTTP caches).
  */
 export function varyHook(vary: string, varyByOrigin: boolean): onRequestHookHandler {
   const value = varyByOrigin ? `${vary}, Origin` : vary

@@ -7,10 +7,7 @@ import { sendProblem } from './problem.js'
 const NOT_READY_RETRY_AFTER_S = '2'
 const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
-/**
- * An `onRequest` hook before authentication: a key that cannot name an app
- * is a 404 without verifying anything.
- */
+/** An `onRequest` hook before authentication: a key that cannot name an app is a 404 at once. */
 export const rejectImpossibleAppKey: onRequestHookHandler = (request, reply, done) => {
   const { appKey } = request.params as { appKey: string }
   if (APP_KEY.test(appKey)) done()

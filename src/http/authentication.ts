@@ -16,10 +16,8 @@ const CHALLENGE = 'Bearer realm="shell"'
 const KEYS_RETRY_AFTER_S = '5'
 
 /**
- * Decorates requests with their `caller` and returns the hook that sets it:
- * an API route lists it among its `onRequest` hooks, and its handler reads
- * `request.caller`. Every failure becomes the API's 401 or 503 (README, HTTP
- * API) before the handler runs.
+ * Decorates requests with their `caller` and returns the `onRequest` hook that sets it; every
+ * failure becomes the API's 401 or 503 (README, HTTP API) before the handler runs.
  */
 export function registerAuthentication(
   app: FastifyInstance,

@@ -1,7 +1,6 @@
 /**
- * The token of an `Authorization: Bearer <token>` header (scheme matched
- * case-insensitively, RFC 9110 section 11.1), `''` for a Bearer header with no
- * token, or null when there is no Bearer header at all.
+ * The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 9110
+ * section 11.1), `''` for a Bearer header without one, null for no Bearer header at all.
  */
 export function readBearerToken(authorization: string | undefined): string | null {
   if (authorization === undefined || authorization.length < 6) return null

@@ -3,15 +3,10 @@ import { API_PREFIX } from './api-conventions.js'
 import { sendProblem } from './problem.js'
 
 /**
- * CORS for pages on the listed origins (CORS_ORIGINS) that call the API from
- * a browser. Built only when origins are listed: without them no hook runs
- * and `OPTIONS` stays a 405 like every other method. Only API paths: probes,
- * metrics and the local issuer serve servers, not pages.
- *
- * Not @fastify/cors: it lets an unlisted origin's preflight through to the
- * route instead of refusing it with 403, cannot mark the answers fastify
- * sends without running hooks (a URL it cannot decode), and reads the
- * route's options on every request, CORS or not.
+ * CORS for pages on the listed origins (CORS_ORIGINS), on API paths only: probes, metrics and
+ * the local issuer serve servers, not pages. Without origins no hook runs: `OPTIONS` is a 405.
+ * Not @fastify/cors: it lets an unlisted origin's preflight through instead of a 403, cannot
+ * mark the answers fastify sends without hooks, and reads the route's options on every request.
  */
 export interface Cors {
   /** The hook on every request: answers preflights, and marks the responses to listed origins. */
@@ -21,26 +16,20 @@ export interface Cors {
 }
 
 /**
- * Response headers a page may read beyond the always-readable ones: the ETag
- * to revalidate with, the language chosen, `WWW-Authenticate` to tell an
- * expired token (`error="invalid_token"`, fetch a new one) from a missing one,
- * and `Retry-After` to know when a 503 is worth retrying.
+ * Readable by a page beyond the safelisted headers: the ETag to revalidate with, the language,
+ * `WWW-Authenticate` to tell an expired token from a missing one, `Retry-After` for a 503.
  */
 const EXPOSED_HEADERS = 'ETag, Content-Language, WWW-Authenticate, Retry-After'
 
 /** The only methods the API answers. */
 const ALLOWED_METHODS = 'GET, HEAD'
 
-/**
- * The request headers the API reads: the token, revalidation, the language,
- * and where an event stream resumes.
- */
+/** The request headers the API reads: the token, revalidation, language, a stream's resume. */
 const ALLOWED_HEADERS = 'Authorization, If-None-Match, Accept-Language, Last-Event-ID'
 
 /**
- * Seconds a browser may reuse a preflight answer for one URL: a page costs one
- * preflight per URL every ten minutes, and a change of the allowed methods or
- * headers in a new release reaches open pages within that time.
+ * Seconds a browser may reuse a preflight answer for one URL: one preflight per URL every ten
+ * minutes, and a release's change of the allowed methods or headers reaches open pages by then.
  */
 const PREFLIGHT_MAX_AGE_S = '600'
 
@@ -52,15 +41,12 @@ const PREFLIGHT_HEADERS = {
 }
 
 /**
- * `origins` are exact and already serialized as browsers send them
- * (config/variables.ts), so a request is matched by one Set look-up of its `Origin`
- * header as is: `http://` for an `https://` origin, another port, a longer
- * host and `null` are simply other strings.
+ * `origins` are exact and serialized as browsers send them (config/variables.ts): one Set
+ * look-up of `Origin` as is; another scheme, port or host, or `null`, is another string.
  */
 export function createCors(origins: readonly string[]): Cors {
   const listed: ReadonlySet<string> = new Set(origins)
 
-  /** The origin of a request these rules apply to, or undefined. */
   function listedOrigin(request: FastifyRequest): string | undefined {
     const origin = request.headers.origin
     if (origin === undefined || !listed.has(origin)) return undefined

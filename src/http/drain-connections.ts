@@ -2,26 +2,17 @@ import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 
 /**
- * How long `app.close()` waits for its connections before it closes the
- * rest. Answers come from memory in milliseconds; what can hold a connection
- * longer is a request waiting on the identity provider's keys (whose fetch
- * gives up after 5 s) or a client that reads slowly. Half of the 10 s a
- * shutdown may take after its delay (docs/operations.md, "Deploys and
- * shutdown"), so the database has the other half.
+ * How long `app.close()` waits for its connections before it closes the rest: enough for a key
+ * fetch (which gives up after 5 s) or a slow reader, and half of the 10 s a shutdown may take
+ * after its delay (docs/operations.md, "Deploys and shutdown"), the database the other half.
  */
 export const DRAIN_DEADLINE_MS = 5_000
 
 /**
- * What the server does with its connections once `app.close()` begins, in
- * fastify's own hooks. `server.close()` stops accepting and closes the idle
- * keep-alive connections, and fastify answers what is routed afterwards with
- * `Connection: close`. But in Node 20 a connection whose request was already
- * in its handler is idle again after the answer and stays open until the
- * keep-alive timeout (72 s in fastify), far past a shutdown's bound. So
- * while closing, every answer says `Connection: close` (Node then closes its
- * connection once it is sent), and whatever is still open at the deadline (a
- * client that reads too slowly, a request that never finishes arriving) is
- * closed.
+ * Once `app.close()` begins, every answer says `Connection: close` and whatever is still open
+ * at the deadline is closed: in Node 20 a connection whose request was in its handler when
+ * `server.close()` closed the idle ones stays open until the keep-alive timeout (72 s in
+ * fastify), far past a shutdown's bound.
  */
 export function drainConnectionsOnClose(
   app: FastifyInstance,

@@ -4,10 +4,8 @@ const MAX_VALUES = 64
 const MAX_VALUE_CHARS = 256
 
 /**
- * What each value of a request header gave, remembered, so that each is
- * worked out once. A flood of distinct values (junk, or an attacker's)
- * pushes the oldest out instead of growing the memory, and a value longer
- * than any a browser sends is worked out every time, never kept.
+ * What each value of a request header gave, remembered so that each is worked out once. A
+ * flood of distinct values pushes the oldest out instead of growing the memory.
  */
 export function memoizeHeader<T>(compute: (value: string) => T): (value: string) => T {
   const remembered = new Map<string, T>()

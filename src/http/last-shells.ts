@@ -3,7 +3,6 @@ import type { AppView, SnapshotSource } from '../snapshot/types.js'
 import type { Coding } from './accept-encoding.js'
 import type { Representation } from './representation.js'
 
-/** What a caller was last sent, and what it was sent for. */
 interface LastShell {
   readonly view: AppView
   readonly locale: string
@@ -23,14 +22,11 @@ export interface LastShells {
 }
 
 /**
- * Each caller's last shell, by caller: most requests are a cached token
- * asking again for the app, language and coding it asked for last, and this
- * answers them without the audience, the variant lookup or the
- * representation cache. It pays: about a fifth less CPU per warm response
- * with the bench's 1,000 callers (bench/README.md, "The last shell per
- * caller"). Held weakly by caller, so an entry leaves with its token's cache
- * entry (the token cache bounds them), and dropped whole when a new snapshot
- * comes into service, so it never keeps an old snapshot's views alive.
+ * Most requests are a cached token asking again for the app, language and coding it asked for
+ * last: answered here without the audience, the variant lookup or the representation cache,
+ * about a fifth less CPU per warm response (bench/README.md, "The last shell per caller").
+ * Held weakly by caller, so an entry leaves with its token cache entry, and dropped whole on a
+ * new snapshot, so no old snapshot's views stay alive.
  */
 export function createLastShells(snapshots: Pick<SnapshotSource, 'onSwap'>): LastShells {
   let lastShells = new WeakMap<Caller, LastShell>()

@@ -4,31 +4,20 @@ import { firstHeaderValue } from './header-values.js'
 import { sendProblem } from './problem.js'
 
 /**
- * The header the preview page sends on every call to a local-mode helper. A
- * page of another origin cannot send a custom header without a CORS preflight,
- * which these paths never approve, and a form, a link or an image cannot send
- * one at all.
+ * The header the preview page sends to local-mode helpers: another origin's page needs a CORS
+ * preflight to send it, which these paths never approve; a form, link or image cannot at all.
  */
 export const LOCAL_PAGE_HEADER = 'x-shell-preview'
 
-export interface LocalRequestFacts {
-  readonly remoteAddress: string | undefined
-  readonly headers: FastifyRequest['headers']
-}
-
 /**
- * Why a request may not use a local-mode helper of the preview page, or
- * undefined when it may. Local mode listens on loopback only, but a page open
- * in the developer's browser runs on this machine too, so the checks aim at
- * that page: the connection comes from this machine; `Host` names this
- * machine, so a page whose own name was re-pointed at 127.0.0.1 (DNS
- * rebinding) is refused although the browser deems it same-origin; the
- * custom header is there; and `Origin` and `Sec-Fetch-Site`, which browsers
- * set and pages cannot forge, say same-origin whenever they are sent (a
- * script such as curl sends neither).
+ * Why a request may not use a local-mode helper, or undefined. Local mode listens on loopback,
+ * but a page in the developer's browser runs here too, so: the peer is this machine; `Host`
+ * names it (a name re-pointed at 127.0.0.1, DNS rebinding, is refused); the custom header is
+ * there; `Origin` and `Sec-Fetch-Site`, which pages cannot forge, say same-origin when sent.
  */
-export function findLocalSameOriginViolation(request: LocalRequestFacts): string | undefined {
-  if (!isLoopbackAddress(request.remoteAddress)) return 'local-mode helpers answer loopback only'
+function findLocalSameOriginViolation(request: FastifyRequest): string | undefined {
+  if (!isLoopbackAddress(request.socket.remoteAddress))
+    return 'local-mode helpers answer loopback only'
   const host = firstHeaderValue(request.headers.host)
   const hostname = host === undefined ? undefined : readHostname(host)
   if (hostname === undefined || !isLoopback(hostname))
@@ -49,10 +38,7 @@ export async function refuseUnlessLocalSameOrigin(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply | undefined> {
-  const violation = findLocalSameOriginViolation({
-    remoteAddress: request.socket.remoteAddress,
-    headers: request.headers,
-  })
+  const violation = findLocalSameOriginViolation(request)
   return violation === undefined ? undefined : sendProblem(reply, 'localOnly', violation)
 }
 

@@ -6,10 +6,8 @@ import { sendProblem } from './problem.js'
 const OTHER_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
 /**
- * Any method other than GET and HEAD on an API path gets a 405 with `Allow`:
- * each GET route under /api/v1/ gets a sibling route for the other methods
- * the moment it is declared, so a new route needs nothing more. Register
- * before the routes.
+ * Other methods than GET and HEAD on an API path get a 405 with `Allow`, from a sibling route
+ * added as each GET route is declared. Register before the routes.
  */
 export function refuseOtherMethodsOnApiRoutes(app: FastifyInstance): void {
   app.addHook('onRoute', function addSibling(this: FastifyInstance, route: RouteOptions) {

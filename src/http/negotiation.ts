@@ -6,20 +6,13 @@ import { memoizeHeader } from './header-memo.js'
 export interface Negotiation {
   /** The coding to send the body in; no header: identity. */
   coding(acceptEncoding: string | undefined): Coding
-  /**
-   * The language ranges to try, in preference order; no header, or one that
-   * does not parse (treated as absent, never as an error): none.
-   */
+  /** The language ranges to try, in order; none for no header or one that does not parse. */
   languages(acceptLanguage: string | undefined): readonly string[]
 }
 
 const NO_RANGES: readonly string[] = Object.freeze([])
 
-/**
- * One instance's negotiation: browsers send a handful of distinct values of
- * these headers, so each value is worked out once (http/header-memo.ts)
- * rather than parsed on every request.
- */
+/** Browsers send a handful of distinct values of these headers: each is worked out once. */
 export function createNegotiation(): Negotiation {
   const codingOf = memoizeHeader(negotiateCoding)
   const languagesOf = memoizeHeader((header) => parseAcceptLanguage(header) ?? NO_RANGES)

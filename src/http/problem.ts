@@ -28,20 +28,16 @@ export const PROBLEMS = {
 
 export type ProblemKind = keyof typeof PROBLEMS
 
-/** `invalidToken` → `urn:shell-data:problem:invalid-token`: stable, and no web page to keep alive. */
-export function problemType(kind: ProblemKind): string {
-  return `urn:shell-data:problem:${kind.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`
-}
-
-export function buildProblem(kind: ProblemKind, detail: string): ProblemBody {
-  const problem = PROBLEMS[kind]
-  return { type: problemType(kind), title: problem.title, status: problem.status, detail }
+/** `invalidToken` → type `urn:shell-data:problem:invalid-token`: stable, no web page to keep. */
+function buildProblem(kind: ProblemKind, detail: string): ProblemBody {
+  const { title, status } = PROBLEMS[kind]
+  const slug = kind.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
+  return { type: `urn:shell-data:problem:${slug}`, title, status, detail }
 }
 
 /**
- * A client error of HTTP itself (a body too large, a media type no route
- * takes, headers too large): type `about:blank`, whose title is by RFC 9457
- * the status's own phrase.
+ * An error of HTTP itself (a body too large, headers too large): type `about:blank`, whose
+ * title is by RFC 9457 the status's own phrase.
  */
 export function buildHttpProblem(status: number, detail: string): ProblemBody {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }

@@ -9,21 +9,17 @@ export interface RepresentationCache {
 }
 
 /**
- * Bytes of representations kept: a seed app's shell with its brotli coding
- * weighs about 3 KB, so some ten thousand callers' shells, as many as the
- * token cache holds callers by default.
+ * Bytes of representations kept: a seed app's shell with its brotli coding weighs about 3 KB,
+ * so some ten thousand callers' shells, as many as the token cache holds by default.
  */
 const MAX_BYTES = 32 * 1024 * 1024
 /** Charged per representation besides its bytes: the key, the tag, the objects, the cache's bookkeeping. */
 const OVERHEAD_BYTES = 256
 
 /**
- * The service instance's one cache of response bytes, by representation tag
- * (so by the bytes and the coding), bounded by the bytes it holds, least
- * recently used out first. A shell is joined and compressed once per caller
- * and coding, and found again by a refreshed token of the same user or after
- * a reload that left the caller's bytes as they were; the inventory is
- * compressed once per change of what it lists.
+ * The instance's one cache of response bytes by representation tag, least recently used out
+ * first: keyed by bytes and coding, a shell is found again by a refreshed token of the same
+ * user or after a reload that left its bytes as they were.
  */
 export function createRepresentationCache(maxBytes = MAX_BYTES): RepresentationCache {
   const representations = new LRUCache<string, Representation>({

@@ -12,26 +12,22 @@ export interface Representation {
 /** A body this small is sent as it is: compressing it saves less than its headers cost. */
 const MIN_CODED_BYTES = 1_024
 /**
- * Bodies from this size on are made once per change, not per caller (the
- * apps inventory, a script): worth a harder effort than a shell body, which
- * is compressed on the request that first asks for it.
+ * Bodies from this size on (the inventory, a script) are made once per change, not per caller:
+ * worth a harder effort than a shell, compressed on the request that first asks for it.
  */
 const LARGE_BODY_BYTES = 64 * 1024
 /**
- * brotli's quality by body size (bench/README.md, "Compression"): 2 for a
- * shell, at about half the time of 4 for 2 % more bytes; 5 for a large body,
- * past which the inventory does not shrink. gzip's default level 6 for both:
- * the levels above it buy nothing here.
+ * brotli's quality by body size (bench/README.md, "Compression"): 2 for a shell, about half the
+ * time of 4 for 2 % more bytes; 5 for a large body, past which the inventory does not shrink.
+ * gzip's default level 6 for both: the levels above it buy nothing here.
  */
 const BROTLI_QUALITY = { small: 2, large: 5 } as const
 const GZIP_LEVEL = 6
 
 /**
- * The tag (without quotes) of `body` sent in `coding`: its own tag as it is
- * (identity, or a body too small to compress), else that tag with the
- * coding's suffix, which keeps each coding's tag strong, distinct and the
- * same on every instance (RFC 9110 section 8.8.3). Event streams use it to
- * send the tag a GET would get, without the coded bytes.
+ * The tag (without quotes) of `body` sent in `coding`: its own when sent as it is, else with the
+ * coding's suffix, strong, distinct and the same on every instance (RFC 9110 section 8.8.3).
+ * Event streams send with it the tag a GET would get, without coding the bytes.
  */
 export function representationTag(body: Omit<TaggedBody, 'bytes'>, coding: Coding): string {
   if (coding === 'identity' || body.byteLength < MIN_CODED_BYTES) return body.tag
@@ -49,9 +45,8 @@ export function encodeRepresentation(body: TaggedBody, coding: Coding): Represen
 }
 
 /**
- * zlib's sync calls return a slice of their 16 KB output chunk: kept as it
- * is, every shell's coding would hold 16 KB for a few hundred bytes. The
- * copy weighs what it holds (small ones share Node's buffer pool).
+ * zlib's sync calls return a slice of their 16 KB output chunk, which would keep 16 KB per
+ * shell: the copy weighs what it holds (small ones share Node's buffer pool).
  */
 function compress(body: Buffer, coding: Exclude<Coding, 'identity'>): Buffer {
   const coded =

@@ -15,13 +15,10 @@ type Observe = (method: string, statusCode: number, elapsedMs: number) => void
 const UNMATCHED = 'unmatched'
 
 /**
- * Times every response into shell_http_request_duration_seconds, in
- * fastify's own hooks, from fastify's own clock (`reply.elapsedTime`). Each
- * route gets a hook of its own as it is registered, holding its template as
- * the label: reading it per request from `request.routeOptions` would build
- * an object every time. Requests no route matched are timed by one
- * application hook. A route whose config says `timedToHead` (an event stream,
- * whose response ends hours later) is timed when its head goes out.
+ * Times every response into shell_http_request_duration_seconds by fastify's clock. Each route
+ * gets its own hook holding its template as the label: `request.routeOptions` would build an
+ * object per request. A `timedToHead` route (an event stream, ending hours later) is timed when
+ * its head goes out.
  */
 export function timeRequests(app: FastifyInstance, histogram: DurationHistogram): void {
   app.addHook('onRoute', (route: RouteOptions) => {

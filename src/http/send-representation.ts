@@ -2,10 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Representation } from './representation.js'
 
 /**
- * Sends a representation with its ETag, or a 304 with the same headers and
- * no body when `If-None-Match` matches that tag (RFC 9110 section 13.1.2).
- * The route sets its other headers (caching, language) first, so that a 304
- * carries what the 200 would.
+ * Sends a representation with its ETag, or a 304 when `If-None-Match` matches that tag (RFC 9110
+ * section 13.1.2). The route sets its other headers first, so that a 304 carries what a 200 would.
  */
 export function sendRepresentation(
   request: FastifyRequest,
