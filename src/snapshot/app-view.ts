@@ -15,10 +15,8 @@ export interface AppLocales {
 }
 
 /**
- * The request-time face of one app at one point in time (which of its items
- * are within their windows). Everything that does not depend on the caller
- * (the head, the trees, the languages) is ready; a variant is rendered on the
- * first request of its audience and locale, and kept in the variant cache.
+ * One app's request-time face at one time (which items are in their windows): the caller-free
+ * parts are ready; a variant is rendered on its audience's and locale's first request, then cached.
  */
 export function createAppView(
   appKey: string,
@@ -26,11 +24,7 @@ export function createAppView(
   menus: MenuTrees,
   appLocales: AppLocales,
   variants: VariantCache,
-  /**
-   * Names this app's content and window state in the variant cache, which
-   * outlives snapshots; ends with "\0". A variant's key is this + the
-   * caller's audience + "\0" + locale.
-   */
+  /** Names the app's content and window state in the cache (it outlives snapshots); ends "\0". */
   cacheKeyPrefix: string,
   /** The items outside their window now; the view is made again when that changes. */
   outOfWindow: ReadonlySet<MenuNode>,
@@ -55,9 +49,8 @@ export function createAppView(
     byLowercase.size === 1 ? defaultLocale : lookUpLocale(ranges, byLowercase, defaultLocale)
 
   const variant = (caller: Caller, locale: string): ShellVariant => {
-    // Callers holding the same of the app's granted roles, in the same of its rollouts, see
-    // the same menus. Roles come sorted from the token, so the list is canonical; rollouts
-    // are in item-key order. An app without rollouts has callers share by roles alone.
+    // Callers with the same of the app's granted roles and rollouts see the same menus. Roles
+    // come sorted from the token and rollouts in item-key order, so the key is canonical.
     const relevantRoles = caller.roles.filter((role) => grantedRoles.has(role))
     const rolledOut = rollouts.filter((node) => isInRollout(appKey, node, caller))
     const rolloutMask = rollouts.map((node) => (rolledOut.includes(node) ? '1' : '0')).join('')

@@ -3,21 +3,14 @@ import type { Caller } from './caller.js'
 import type { MenuNode } from './types.js'
 
 /**
- * The caller's bucket for a rollout item, 0 to 99 (README, "Audiences"): the
- * first four bytes of SHA-256 over the UTF-8 of `<appKey>/<itemKey>/<sub>`,
- * as an unsigned big-endian integer, modulo 100. The caller is in the
- * rollout when the bucket is below the percent, so raising the percent
- * never hides the item from anyone who saw it.
+ * The caller's bucket for a rollout item, 0 to 99 (README, "Audiences"). The caller is in the
+ * rollout below the percent, so raising the percent never hides the item from anyone who saw it.
  */
 export function rolloutBucket(appKey: string, itemKey: string, sub: string): number {
   return hash('sha256', `${appKey}/${itemKey}/${sub}`, 'buffer').readUInt32BE(0) % 100
 }
 
-/**
- * Whether the caller is in the item's rollout. A bucket depends on the app,
- * the item and the subject only, not on the percent, so the caller keeps it
- * for as long as its token is cached.
- */
+/** Whether the caller is in the item's rollout; a bucket ignores the percent, so it is cached. */
 export function isInRollout(appKey: string, node: MenuNode, caller: Caller): boolean {
   if (node.rolloutPercent === null) return true
   const path = `${appKey}/${node.itemKey}`

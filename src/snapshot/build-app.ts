@@ -1,8 +1,4 @@
-/**
- * One app, from its rows to what a snapshot keeps of it: its head, menu
- * trees, languages, inventory entry and content hash, and its view at a
- * given time. build.ts puts the apps together into a snapshot.
- */
+/** One app, from its rows to what a snapshot keeps of it; build.ts puts the apps together. */
 import type {
   AppRow,
   BrandingRow,
@@ -30,7 +26,6 @@ export interface BuiltApp extends TimedView {
   readonly head: Buffer
   readonly menus: MenuTrees
   readonly appLocales: AppLocales
-  /** The app's entry in the inventory. */
   readonly inventoryJson: string
   readonly hash: string
   /** The revision its rows were read at: an incremental read at the same revision changes nothing. */
@@ -46,7 +41,6 @@ export interface TimedView {
   readonly nextChangeAt: number | null
 }
 
-/** One app's rows. */
 export interface AppRows {
   readonly app: AppRow
   readonly branding: BrandingRow | undefined
@@ -71,10 +65,8 @@ export function buildApp(appRows: AppRows, variants: VariantCache, now: number):
 }
 
 /**
- * The app's view at `now`: its items outside their windows are hidden, and
- * the next window boundary says when to make it again. App keys match
- * ^[a-z0-9][a-z0-9-]*$, hashes are base64url and item keys hold no comma, so
- * "\0" and "," keep the parts of the cache prefix apart.
+ * The app's view at `now`, and when to make it again. App keys match ^[a-z0-9][a-z0-9-]*$,
+ * hashes are base64url and item keys hold no comma: "\0" and "," keep the prefix's parts apart.
  */
 export function viewAt(
   appKey: string,
@@ -134,11 +126,9 @@ export function groupRowsByApp(rows: SnapshotRows): AppRows[] {
 }
 
 /**
- * The app's locales and each item's labels by lowercased tag. Tags compare
- * case-insensitively: when rows spell one language two ways (`de-CH` on one
- * item, `de-ch` on another), the app lists it once, spelled as the first in
- * code-unit order, so every instance agrees. Labels in the default locale
- * are left out: that language's label is `menu_items.label`.
+ * The app's locales and each item's labels by lowercased tag. A language spelled two ways
+ * (`de-CH`, `de-ch`) is listed once, as the first in code-unit order, so every instance agrees;
+ * labels in the default locale are left out: that language's label is `menu_items.label`.
  */
 function collectLabels({ app, items, labelsByItemId: rowsByItemId }: AppRows): {
   appLocales: AppLocales

@@ -13,18 +13,13 @@ export interface BuildSnapshotOptions {
   readonly previous?: Snapshot
   /** The variant cache of a first build (tests set its bounds); later builds take the previous one's. */
   readonly variants?: VariantCache
-  /**
-   * False when the rows hold only the apps changed since `previous` (an
-   * incremental read): the other apps are taken over as they are. True, the
-   * default: the rows hold every app, and each is built again.
-   */
+  /** False: the rows hold only apps changed since `previous` (the rest are kept). Default true. */
   readonly complete?: boolean
   /** Apps deleted since `previous` (incremental reads). */
   readonly removedApps?: readonly string[]
   /**
-   * The time the views are made for (milliseconds since the epoch; default
-   * now): which items are within their windows. An incremental build also
-   * makes again the views of apps a window boundary has passed in since.
+   * The time the views are made for, in ms since the epoch (default now). An incremental build
+   * also makes again the views of apps a window boundary has passed in since.
    */
   readonly now?: number
 }
@@ -36,13 +31,9 @@ interface SnapshotInternals {
   readonly timedApps: ReadonlyMap<string, number>
 }
 
-/**
- * Where a snapshot keeps its internals, out of its public face (Snapshot):
- * only the next build and the feed's check read them.
- */
+/** Keeps a snapshot's internals off its public face: only the next build and the feed read them. */
 const INTERNALS = Symbol('snapshot internals')
 
-/** A snapshot as buildSnapshot makes it. */
 interface BuiltSnapshot extends Snapshot {
   readonly [INTERNALS]: SnapshotInternals
 }
@@ -52,16 +43,11 @@ function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
 }
 
 /**
- * Turns a read of the database into an immutable snapshot: every app's head,
- * menu trees and role set are prepared here, the apps inventory is rendered,
- * and response variants are rendered on demand and memoized.
- *
- * Given the snapshot in service, a build costs what changed: apps that did
- * not move are taken over whole (their views, so their memoized variants and
- * the event streams on them, stay as they are); an app built again to the
- * same content keeps its view too; and when nothing changed at all, the
- * snapshot in service itself is returned. Rows that the database's
- * constraints forbid (orphans, cycles) are left out instead of failing.
+ * Turns a read of the database into an immutable snapshot; variants are rendered on demand.
+ * Given the snapshot in service, a build costs what changed: unmoved apps are taken over whole
+ * (views, memoized variants and event streams stay), an app rebuilt to the same content keeps
+ * its view, and when nothing changed the snapshot in service itself is returned. Rows the
+ * database's constraints forbid (orphans, cycles) are left out instead of failing.
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
   const now = options.now ?? Date.now()
@@ -69,9 +55,8 @@ export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions 
   const previous = previousSnapshot === undefined ? undefined : internalsOf(previousSnapshot)
   const complete = options.complete ?? true
   const apps = new Map<string, BuiltApp>(complete ? [] : previous?.apps)
-  // One variant cache for the life of the feed (so of the service instance), made by its
-  // first build: kept apps keep their warm variants, and keys carry the app's content hash,
-  // so a changed app's old variants are never served.
+  // One cache for the feed's life, made by its first build: kept apps keep warm variants, and
+  // keys carry the content hash, so a changed app's old variants are never served.
   const variants = previous?.variants ?? options.variants ?? createVariantCache()
 
   // The apps whose view may differ from the one in service.

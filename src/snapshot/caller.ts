@@ -2,9 +2,8 @@ import type { VerifiedClaims } from '../auth/verified-claims.js'
 import { contentTag } from './content-tag.js'
 
 /**
- * Who asks, as the responses see them: made once per verified token (the
- * token cache keeps it), so that a request splices the user block's bytes
- * and reads its tag instead of serializing and hashing.
+ * Who asks, made once per verified token (the token cache keeps it): a request splices the
+ * user block's bytes and reads its tag instead of serializing and hashing.
  */
 export interface Caller {
   readonly sub: string
@@ -16,10 +15,8 @@ export interface Caller {
   readonly userBlock: Buffer
   readonly userTag: string
   /**
-   * The caller's rollout buckets (snapshot/audience.ts) by `<appKey>/<itemKey>`,
-   * each hashed once for this token when first needed: a warm request on an
-   * app with rollouts hashes nothing. Bounded by the rollout items the caller
-   * asks about, and gone with the token's cache entry.
+   * Rollout buckets (audience.ts) by `<appKey>/<itemKey>`, each hashed once per token when first
+   * needed, so a warm request hashes nothing; bounded by the rollout items the caller asks about.
    */
   readonly rolloutBuckets: Map<string, number>
 }

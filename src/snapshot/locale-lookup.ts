@@ -1,7 +1,6 @@
 /**
- * RFC 4647 lookup (section 3.4) over one app's locales: a range that names no
- * locale is shortened, subtag by subtag, until one matches (`de-CH-1996`,
- * `de-CH`, `de`). Everything here works on lowercased tags.
+ * RFC 4647 lookup (section 3.4) over one app's locales: a range that names none is shortened,
+ * subtag by subtag, until one matches. Everything here works on lowercased tags.
  */
 
 /** The range and each shorter form of it, longest first: `de-ch-1996`, `de-ch`, `de`. */
@@ -15,10 +14,7 @@ export function truncationsOf(range: string): string[] {
   return forms
 }
 
-/**
- * The range without its last subtag, and without a singleton (`x`, `u`)
- * that would be left dangling at its end.
- */
+/** The range less its last subtag, and less a singleton (`x`, `u`) left dangling at its end. */
 function shortenRange(range: string): string {
   let end = range.lastIndexOf('-')
   if (end === -1) return ''
@@ -27,9 +23,8 @@ function shortenRange(range: string): string {
 }
 
 /**
- * The first of the ranges (in preference order) that names one of the app's
- * locales by lookup, as the app stores it; `*`, no match and no range give
- * the default.
+ * The app's locale, as stored, that the first of the ranges (in preference order) names by
+ * lookup; `*`, no match and no range give the default.
  */
 export function lookUpLocale(
   ranges: readonly string[],

@@ -15,20 +15,18 @@ export interface MenuTrees {
 
 const NO_GRANTS: readonly string[] = Object.freeze([])
 const NO_NODES: readonly MenuNode[] = Object.freeze([])
-const NO_LABELS: ReadonlyMap<string, ItemLabels> = new Map()
 
 /**
- * Builds the four zone trees of one app, ordered by position, then id, at
- * every level. Items that no root leads to (a parent missing, in another
- * zone, or in a cycle) are left out rather than rejected: the database
- * forbids them, and a reload must not fail on them.
+ * Builds the four zone trees of one app, ordered by position, then id, at every level. Items no
+ * root leads to (a parent missing, in another zone, or in a cycle) are left out, not rejected:
+ * the database forbids them, and a reload must not fail on them.
  */
 export function buildMenuTrees(
   items: readonly MenuItemRow[],
   /** Each item's granted roles, distinct and sorted. */
   grantsByItemId: ReadonlyMap<string, readonly string[]>,
   /** Each labelled item's labels in the app's other locales. */
-  labelsByItemId: ReadonlyMap<string, ItemLabels> = NO_LABELS,
+  labelsByItemId: ReadonlyMap<string, ItemLabels>,
 ): MenuTrees {
   const itemsById = new Map<string, MenuItemRow>()
   for (const item of items) itemsById.set(item.id, item)

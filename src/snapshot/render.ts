@@ -22,10 +22,7 @@ export function renderInventoryEntryJson(
   return `${appJson.slice(0, -1)},"defaultLocale":${JSON.stringify(defaultLocale)},"locales":${JSON.stringify(locales)}}`
 }
 
-/**
- * The `branding` block: always present, even without a branding row, and
- * the product name falls back to the app's name whenever it is not set.
- */
+/** The `branding` block: present even without a branding row. */
 export function renderBrandingJson(app: AppRow, branding: BrandingRow | undefined): string {
   return JSON.stringify({
     productName: branding?.productName ?? app.name,
@@ -44,9 +41,8 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
 }
 
 /**
- * An item's own fields, keys in response order, up to the opening of its
- * children, and where its label's JSON stands in them. One JSON.stringify, so
- * the text is one flat string: snapshots hold tens of thousands of these.
+ * An item's own fields in response order, up to its children's opening, and where its label's
+ * JSON stands in them. One JSON.stringify, so one flat string: snapshots hold tens of thousands.
  */
 export function renderItemOpenJson(row: MenuItemRow): {
   json: string
@@ -74,11 +70,7 @@ export function renderItemOpenJson(row: MenuItemRow): {
 export interface RenderLocale {
   /** As the app stores it: the response's `locale`. */
   readonly locale: string
-  /**
-   * Lowercased tags whose labels apply, in order: the locale and each
-   * shorter form of it (`de-ch`, `de`); empty for the default locale, whose
-   * labels are `menu_items.label`.
-   */
+  /** Lowercased tags whose labels apply, longest first (`de-ch`, `de`); empty for the default. */
   readonly labelForms: readonly string[]
 }
 
@@ -125,10 +117,8 @@ function openJsonIn(node: MenuNode, labelForms: readonly string[]): string {
 }
 
 /**
- * The item's JSON, or null when the caller may not see it: it has grants and
- * the caller holds none of them, it has a rollout the caller is not in, it
- * is outside its window, or it is a pure grouping (no href) whose children
- * are all hidden. Hiding an item hides its whole subtree.
+ * The item's JSON, or null when hidden: the caller holds none of its grants or is not in its
+ * rollout, it is outside its window, or it is a grouping (no href) whose children are all hidden.
  */
 function renderVisibleNode(
   node: MenuNode,

@@ -24,9 +24,8 @@ export interface MenuNode {
   readonly labelStart: number
   readonly labelEnd: number
   /**
-   * The item's labels in other locales, flat: lowercased tag, label, tag,
-   * label, …; null when none. Kept as text, not as rendered JSON: an item's
-   * fields are spliced around another label only when a variant is rendered.
+   * Labels in other locales, flat (lowercased tag, label, tag, label, …); null when none. Text,
+   * not JSON: the fields are spliced around another label only when a variant is rendered.
    */
   readonly localizedLabels: readonly string[] | null
 }
@@ -35,9 +34,8 @@ export interface MenuNode {
 export type ItemLabels = ReadonlyMap<string, string>
 
 /**
- * The shell response of one app for one role-set key and locale, split around
- * the `user` block so that the caller's block is spliced in without
- * re-serializing: body = head + userBlock + tail.
+ * One app's shell response for one audience and locale, split around the `user` block so the
+ * caller's is spliced in without re-serializing: body = head + userBlock + tail.
  */
 export interface ShellVariant {
   /** `{"app":{...},"branding":{...},"user":`, shared by all variants of the app. */
@@ -50,27 +48,17 @@ export interface ShellVariant {
 
 export interface AppView {
   readonly key: string
-  /**
-   * Every role granted on any item of the app that a root leads to (items
-   * cut off by a missing parent or a cycle are never shown, so their grants
-   * cannot matter), sorted.
-   */
+  /** Every role granted on an item a root leads to (the others are never shown), sorted. */
   readonly grantedRoles: readonly string[]
   /** The language of `menu_items.label`, as stored. */
   readonly defaultLocale: string
   /** The default locale and every locale of the app's labels, as stored, sorted. */
   readonly locales: readonly string[]
-  /**
-   * The locale to answer in for the caller's language ranges, in preference
-   * order (from `Accept-Language`; none: the default), by RFC 4647 lookup
-   * among the app's locales.
-   */
+  /** The locale to answer in: RFC 4647 lookup of the caller's `Accept-Language` ranges. */
   localeFor(ranges: readonly string[]): string
   /**
-   * The response variant for this caller in one of the app's locales,
-   * rendered once and memoized by the caller's audience (its roles among the
-   * app's granted ones, the app's rollouts it is in) and the locale: callers
-   * with the same audience share one variant.
+   * The caller's variant in one of the app's locales, rendered once per audience (its roles
+   * among the granted ones, the rollouts it is in) and locale, and shared by that audience.
    */
   variant(caller: Caller, locale: string): ShellVariant
 }
@@ -84,11 +72,7 @@ export interface Snapshot {
   readonly appKeys: readonly string[]
   /** `GET /api/v1/apps`, rendered at build time. */
   readonly appsInventory: TaggedBody
-  /**
-   * The next instant (milliseconds since the epoch) at which an item's window
-   * opens or closes: the snapshot must be made again then, since its bytes
-   * change by themselves. Null: no window boundary ahead.
-   */
+  /** The next window boundary (ms since the epoch), when it must be made again; null: none. */
   readonly nextChangeAt: number | null
   app(appKey: string): AppView | undefined
 }
@@ -105,10 +89,7 @@ export interface SnapshotSource {
   onSwap(listener: (snapshot: Snapshot) => void): () => void
 }
 
-/**
- * A response body and its strong tag (without quotes), which is derived from
- * the bytes alone: the same bytes give the same tag on every instance.
- */
+/** A response body and its strong tag (no quotes), from the bytes alone: same on every instance. */
 export interface TaggedBody {
   readonly tag: string
   readonly byteLength: number
@@ -116,12 +97,7 @@ export interface TaggedBody {
   bytes(): Buffer
 }
 
-/**
- * Which of an app's items one caller may see: the roles that decide grants,
- * the rollouts the caller is in, and the items outside their window at the
- * time the app's view was made. A variant is rendered per audience and
- * locale; callers with the same audience share it.
- */
+/** Which of an app's items one caller may see; a variant is rendered per audience and locale. */
 export interface Audience {
   /** The caller's roles among those the app grants anywhere. */
   readonly roles: ReadonlySet<string>

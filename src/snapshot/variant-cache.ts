@@ -2,10 +2,8 @@ import { LRUCache } from 'lru-cache'
 import type { ShellVariant } from './types.js'
 
 /**
- * Rendered variants of every app, shared by successive snapshots and bounded
- * as a whole, least recently used out first. Each variant is filed under its
- * app content's prefix too, so that the variants of content a snapshot no
- * longer has can be dropped without walking the whole cache.
+ * Rendered variants of every app, shared by successive snapshots, bounded as a whole (LRU). Each
+ * is filed under its content's prefix too, so gone content is dropped without walking the cache.
  */
 export interface VariantCache {
   get(key: string): ShellVariant | undefined
@@ -15,16 +13,9 @@ export interface VariantCache {
   dropPrefix(prefix: string): void
 }
 
-/**
- * Bytes charged per variant besides its tail: the head is shared by all
- * variants of an app and not counted, so this stands for the cache key, the
- * tag, the variant object and the cache's own bookkeeping.
- */
+/** Bytes per variant besides its tail (the head is shared): key, tag, object and bookkeeping. */
 const VARIANT_OVERHEAD_BYTES = 256
-/**
- * Callers of one app fall into few audiences (role sets, rollouts) in
- * practice; this bounds a flood of unusual ones across all apps.
- */
+/** Callers of an app fall into few audiences; this bounds a flood of unusual ones over all apps. */
 const MAX_VARIANTS = 10_000
 /** 64 MiB: ten thousand variants of a large app's menus fit. */
 const MAX_VARIANT_BYTES = 64 * 1024 * 1024

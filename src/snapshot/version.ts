@@ -12,20 +12,17 @@ export interface VersionedApp {
 }
 
 /**
- * A hash of the content, as it is and not only as it is shown: a grant, or
- * a branding row equal to the fallback, counts. Items are named by item_key
- * and placed by their tree position (which already encodes the order by
- * position, then id), so row ids, row order and load time never change it.
+ * A hash of the content as it is, not only as shown: a grant, or a branding row equal to the
+ * fallback, counts. Items are named by item_key and placed by tree position (which encodes the
+ * order by position, then id), so row ids, row order and load time never change it.
  */
 export function computeSnapshotVersion(appHashesByKey: readonly string[]): string {
   return contentTag(appHashesByKey.join(','))
 }
 
 /**
- * One app's share of the version, kept with the built app: a reload that
- * reuses the app reuses its hash, so the version of an incremental build
- * equals that of a full build of the same content. It also names the app's
- * content in the variant cache, and tells a rebuilt app that did not change.
+ * One app's share of the version, kept with the built app: an incremental build's version equals
+ * a full build's. It also names the content in the cache, and tells a rebuild that changed nothing.
  */
 export function computeAppHash({ app, branding, menus }: VersionedApp): string {
   // JSON built from the fragments the renderer already serialized (an item's openJson), which
