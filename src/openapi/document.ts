@@ -1,12 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 
-/**
- * Declares the routes so that @fastify/swagger documents them from their
- * schemas. The generator learns each route as fastify declares it, so it
- * must be loaded before the first one: the routes go in a plugin registered
- * after it, and fastify loads plugins in order.
- */
+/** @fastify/swagger first, then the routes in a plugin: it learns only routes declared after it. */
 export function registerDocumentedRoutes(
   app: FastifyInstance,
   declareRoutes: (routes: FastifyInstance) => void,
@@ -20,10 +15,7 @@ export function renderOpenApiDocument(app: FastifyInstance): Buffer {
   return Buffer.from(JSON.stringify(markOptionalHeaders(app.swagger())))
 }
 
-/**
- * Response headers sent only sometimes: said so in the document, which
- * @fastify/swagger cannot do from a route's schema.
- */
+/** Response headers sent only sometimes, which @fastify/swagger cannot say from a schema. */
 const OPTIONAL_RESPONSE_HEADERS: ReadonlySet<string> = new Set(['Content-Encoding'])
 
 function markOptionalHeaders<T>(document: T): T {
@@ -42,8 +34,7 @@ function markOptionalHeaders<T>(document: T): T {
 
 const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
   openapi: {
-    // 3.0 rather than 3.1: client generators support it best, some 3.0 only;
-    // @fastify/swagger turns the schemas' null types into its `nullable`.
+    // 3.0, not 3.1: client generators support it best; @fastify/swagger makes null `nullable`.
     openapi: '3.0.3',
     info: {
       title: 'Shell data service',

@@ -1,18 +1,14 @@
-import type { SwaggerTransform } from '@fastify/swagger'
 import type { FastifyContextConfig } from 'fastify'
 import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 
 /**
- * Request parameters as the OpenAPI document shows them, and nowhere else.
- * In a route's schema fastify would validate them on every request: work on
- * the hot path, and a 400 where the service answers a key that names no app
- * with a 404. So they reach the document through the route's transform only.
+ * Request parameters for the OpenAPI document only, through each route's transform: in its schema
+ * fastify would validate them per request (hot path), with a 400 where an unknown app key gets 404.
  */
 
 /**
- * A route's schema that leaves it out of the document: local-mode helpers and
- * refusals of other methods are no part of the API, and would make the
- * document differ between local mode and production.
+ * A route's schema that leaves it out of the document: local-mode helpers and 405s are no part of
+ * the API, and would make the document differ between local mode and production.
  */
 export const NOT_DOCUMENTED = { hide: true }
 
@@ -43,7 +39,6 @@ const acceptLanguage = {
   description:
     "Preferred languages (RFC 9110); the response is in the best of the app's locales, else its default. A header that does not parse counts as absent.",
 }
-
 const acceptEncoding = {
   type: 'string',
   description:
@@ -78,11 +73,7 @@ export function documentRequest(request: {
   params?: object
   headers?: object
 }): FastifyContextConfig {
-  const swaggerTransform: SwaggerTransform = ({ schema, url }) => ({
-    url,
-    schema: { ...schema, ...request },
-  })
-  return { swaggerTransform }
+  return { swaggerTransform: ({ schema, url }) => ({ url, schema: { ...schema, ...request } }) }
 }
 
 function headerObject(properties: Record<string, object>) {

@@ -7,10 +7,8 @@ import {
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js'
 
 /**
- * Responses as the OpenAPI document shows them: a description, the headers
- * the service sends with them, and the body schema under its media type.
- * Fastify reads only the body schemas (for objects it serializes itself);
- * the precomputed bodies, problem strings and streams never go through them.
+ * Responses as the OpenAPI document shows them: description, headers sent, body schema by media
+ * type. Fastify reads only the body schemas, and only for the objects it serializes itself.
  */
 
 /** A response header: a JSON schema of its value and a description, as @fastify/swagger reads it. */
@@ -58,7 +56,6 @@ const contentLanguage: Headers = {
     description: "The locale chosen from Accept-Language among the app's locales.",
   },
 }
-
 const contentEncoding: Headers = {
   'Content-Encoding': {
     type: 'string',
@@ -90,6 +87,9 @@ export const INVENTORY_HEADERS: Headers = {
   },
 }
 
+/** A 200 of the inventory: its headers, and its coding. */
+export const INVENTORY_BODY_HEADERS: Headers = { ...INVENTORY_HEADERS, ...contentEncoding }
+
 export const EVENT_STREAM_HEADERS: Headers = {
   'Cache-Control': {
     type: 'string',
@@ -98,15 +98,6 @@ export const EVENT_STREAM_HEADERS: Headers = {
   },
   ...varyByCallerAndLanguage,
   ...contentLanguage,
-}
-
-export const CHALLENGE_HEADERS: Headers = {
-  'WWW-Authenticate': {
-    type: 'string',
-    pattern: '^Bearer realm="shell"',
-    description:
-      'Bearer realm="shell"; with error="invalid_token" and an error_description when a token was sent and failed verification.',
-  },
 }
 
 export const RETRY_AFTER_HEADERS: Headers = {
@@ -119,48 +110,45 @@ export const RETRY_AFTER_HEADERS: Headers = {
 
 /** A JSON body the route sends; `headers` are the ones the route always sends with it. */
 export function jsonResponse(description: string, schema: object, headers: Headers = {}) {
-  return withHeaders({ description, content: { [JSON_MEDIA_TYPE]: { schema } } }, headers)
+  return bodyResponse(description, JSON_MEDIA_TYPE, schema, headers)
 }
 
 /** A body of another media type (an event stream, Prometheus text). */
 export function textResponse(description: string, mediaType: string, headers: Headers = {}) {
-  return withHeaders(
-    { description, content: { [mediaType]: { schema: { type: 'string' } } } },
-    headers,
-  )
+  return bodyResponse(description, mediaType, { type: 'string' }, headers)
 }
 
 /** An RFC 9457 problem: `application/problem+json`, the shared problem schema. */
 export function problemResponse(description: string, headers: Headers = {}) {
-  return withHeaders(
-    { description, content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: 'problem#' } } } },
-    headers,
-  )
+  return bodyResponse(description, PROBLEM_MEDIA_TYPE, { $ref: 'problem#' }, headers)
+}
+
+function bodyResponse(description: string, mediaType: string, schema: object, headers: Headers) {
+  const response = { description, content: { [mediaType]: { schema } } }
+  return Object.keys(headers).length === 0 ? response : { ...response, headers }
 }
 
 /** A 304: no body (`type: 'null'` is how @fastify/swagger leaves the content out). */
-export function notModifiedResponse(description: string, headers: Headers) {
+export function notModifiedResponse(headers: Headers) {
+  const description = 'If-None-Match matched: the caller holds these bytes.'
   return { type: 'null', description, headers }
 }
 
-/**
- * Any status the operation does not list: a request fastify refuses before
- * any route (a URL that cannot be decoded) or an internal failure.
- */
+/** Any status an operation does not list: a URL fastify cannot decode, or an internal failure. */
 export const OTHER_ERRORS = problemResponse(
   'Any other error: a request that is not valid, or a failure of the service.',
 )
 
-function withHeaders<T extends object>(response: T, headers: Headers): T & { headers?: Headers } {
-  return Object.keys(headers).length === 0 ? response : { ...response, headers }
-}
-
-/** A 200 of the inventory: its headers, and its coding. */
-export const INVENTORY_BODY_HEADERS: Headers = { ...INVENTORY_HEADERS, ...contentEncoding }
-
 /** The errors every API operation may answer: a token refused, nothing to answer from yet. */
 export const API_ERRORS = {
-  401: problemResponse('No Bearer token, or one that fails verification.', CHALLENGE_HEADERS),
+  401: problemResponse('No Bearer token, or one that fails verification.', {
+    'WWW-Authenticate': {
+      type: 'string',
+      pattern: '^Bearer realm="shell"',
+      description:
+        'Bearer realm="shell"; with error="invalid_token" and an error_description when a token was sent and failed verification.',
+    },
+  }),
   503: problemResponse(
     "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
     RETRY_AFTER_HEADERS,

@@ -2,9 +2,8 @@ import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../domain/voc
 import { problemSchema } from '../http/problem.js'
 
 /**
- * Response schemas of the API as the README documents them. The 200 bodies are
- * precomputed bytes, so these document and are checked by tests; fastify's
- * serializer never runs on the hot path.
+ * Response schemas of the API as the README documents them. The 200 bodies are precomputed bytes:
+ * these document them and tests check them; fastify's serializer never runs on the hot path.
  */
 const nullableString = { type: ['string', 'null'] }
 
@@ -20,7 +19,7 @@ const appSummarySchema = {
   },
 }
 
-export const menuItemSchema = {
+const menuItemSchema = {
   $id: 'menuItem',
   type: 'object',
   required: ['id', 'kind', 'label', 'icon', 'href', 'external', 'children'],
@@ -36,7 +35,6 @@ export const menuItemSchema = {
 }
 const menuList = { type: 'array', items: { $ref: 'menuItem#' } }
 
-/** The shell response as the README documents it; documentation only, since the bytes are precomputed. */
 export const shellBodySchema = {
   type: 'object',
   required: ['app', 'branding', 'user', 'menus', 'locale'],
@@ -60,8 +58,7 @@ export const shellBodySchema = {
         primaryColor: nullableString,
         accentColor: nullableString,
         footerText: nullableString,
-        // Free-form JSON for the app's front end; said outright, since some client
-        // generators read a bare object schema as an empty object.
+        // Free-form JSON, said outright: some generators read a bare object schema as empty.
         theme: { type: 'object', additionalProperties: true },
       },
     },
@@ -106,8 +103,5 @@ export const appsBodySchema = {
   properties: { apps: { type: 'array', items: inventoryEntrySchema } },
 }
 
-/** The body of every error, named once so that the document's error responses all refer to it. */
-export const problemBodySchema = { $id: 'problem', ...problemSchema }
-
-/** Schemas referenced by `$ref` from the response schemas; added to the fastify instance. */
-export const sharedSchemas = [menuItemSchema, problemBodySchema]
+/** Schemas the others refer to by `$ref` (every error's body is `problem#`); added to fastify. */
+export const sharedSchemas = [menuItemSchema, { $id: 'problem', ...problemSchema }]

@@ -23,11 +23,7 @@ import {
 } from '../openapi/documented-responses.js'
 import { appsBodySchema } from '../openapi/response-schemas.js'
 
-/**
- * `GET /api/v1/apps`: the registered apps, rendered with the snapshot. Its
- * codings are made as each snapshot comes into service, not on a request:
- * with thousands of apps, compressing the inventory takes a millisecond.
- */
+/** `GET /api/v1/apps`, encoded per snapshot: compressing thousands of apps takes a millisecond. */
 export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
   const { snapshots, negotiation, representations } = deps
   snapshots.onSwap((snapshot) => {
@@ -36,8 +32,13 @@ export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): vo
   app.get(
     '/api/v1/apps',
     {
-      schema: appsSchema,
-      config: appsConfig,
+      schema: {
+        operationId: 'listApps',
+        summary: 'The registered apps',
+        security: BEARER_TOKEN,
+        response: appsResponses,
+      },
+      config: documentRequest({ headers: INVENTORY_REQUEST_HEADERS }),
       onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.authenticate],
     },
     (request, reply) => {
@@ -51,24 +52,12 @@ export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): vo
   )
 }
 
-const appsConfig = documentRequest({ headers: INVENTORY_REQUEST_HEADERS })
-
 const appsResponses = {
   200: jsonResponse(
     'Every registered app, sorted by key, with the locales its shell speaks.',
     appsBodySchema,
     INVENTORY_BODY_HEADERS,
   ),
-  304: notModifiedResponse(
-    'If-None-Match matched: the caller holds these bytes.',
-    INVENTORY_HEADERS,
-  ),
+  304: notModifiedResponse(INVENTORY_HEADERS),
   ...API_ERRORS,
-}
-
-const appsSchema = {
-  operationId: 'listApps',
-  summary: 'The registered apps',
-  security: BEARER_TOKEN,
-  response: appsResponses,
 }

@@ -9,30 +9,19 @@ import { sendRepresentation } from '../http/send-representation.js'
 import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 import { contentTag } from '../snapshot/content-tag.js'
 
-/**
- * Where `npm run build` puts the client modules (src/client/tsconfig.json):
- * dist/client under the package root, the same folder whether the service
- * runs from dist/ or from src/ under tsx (tests run the build first).
- */
+/** dist/client, where the build puts the modules (src/client/tsconfig.json), from dist/ or src/. */
 const CLIENT_DIR = fileURLToPath(new URL('../../dist/client/', import.meta.url))
 
 /** The modules served, by their name under /client/v1/ (README, "For front-end teams"). */
 const MODULES = ['shell-client.js', 'shell-frame.js'] as const
 
-/**
- * Public code, the same for everyone: shared caches may keep it, and a
- * release reaches open pages within five minutes, after which a browser
- * revalidates it with a 304.
- */
+/** Public: shared caches may keep it. 300 s: a release reaches open pages within five minutes. */
 const CACHE_CONTROL = 'public, max-age=300'
 const CONTENT_TYPE = 'text/javascript; charset=utf-8'
 
 /**
- * `GET /client/v1/shell-client.js` and `/client/v1/shell-frame.js`, on every
- * instance, without a token: the front end's half of the protocol. The
- * bytes, their codings and their tags are made once, here, at start; a build
- * without the modules stops the start. Files, not operations of the API:
- * the OpenAPI document leaves them out.
+ * The front end's half of the protocol, without a token. Bytes, codings and tags are made at start
+ * (a build without the modules stops it). Files, not API operations: not in the OpenAPI document.
  */
 export function registerClientModuleRoutes(
   app: FastifyInstance,

@@ -24,11 +24,7 @@ import {
   textResponse,
 } from '../openapi/documented-responses.js'
 
-/**
- * `GET /api/v1/shell/:appKey/events`: a Server-Sent Events stream of the
- * caller's shell ETag. The same hooks, language and errors as the shell;
- * the stream's body is written by `streams` for as long as it is open.
- */
+/** Server-Sent Events of the caller's shell ETag, with the shell's hooks, language and errors. */
 export function registerEventRoutes(
   app: FastifyInstance,
   deps: ApiRouteDeps & { readonly streams: EventStreams },

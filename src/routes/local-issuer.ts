@@ -6,27 +6,20 @@ import { compileStrictJsonBody } from '../http/strict-json-body.js'
 import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 
 /**
- * Seconds a preview token lives: long enough for a few minutes of clicking,
- * short enough that one copied out of the browser is soon worthless. The
- * page asks for a new one before it runs out, and its event stream, which
- * ends at the token's `exp`, reconnects with it.
+ * Seconds a preview token lives: minutes of clicking, yet one copied out of the browser is soon
+ * worthless. The page renews it in time; its event stream ends at `exp` and reconnects with it.
  */
 export const PREVIEW_TOKEN_TTL_S = 300
 
 /**
- * Who the preview page shows the frame to: the user id (`sub`) and the roles
- * are chosen, the rest is fixed. The page cannot know a real user's name, and
- * a sub is often an opaque id, so the user menu keeps saying "Preview User"
- * whoever is previewed; only the sub, on which rollouts depend, changes.
+ * The previewed user's fixed part; the page chooses the sub (rollouts depend on it) and roles. It
+ * cannot know a real name and a sub is often opaque, so the menu always says "Preview User".
  */
 const PREVIEW_USER = { username: 'preview', name: 'Preview User' } as const
 /** The user id when the page names none. */
 export const DEFAULT_PREVIEW_SUB = 'preview-user'
 
-/**
- * Local mode: discovery and JWKS of the service's own issuer, fetched by its
- * own verifier over HTTP, and the preview page's way to a token.
- */
+/** Local mode: its issuer's discovery and JWKS (its verifier fetches them) and preview tokens. */
 export function registerLocalIssuerRoutes(
   app: FastifyInstance,
   deps: { localIssuer: LocalIssuer },
@@ -39,8 +32,7 @@ export function registerLocalIssuerRoutes(
     localIssuer.jwks(),
   )
 
-  // A token for a chosen user id and roles, to the preview page of this service
-  // only: a page of another site in the same browser must not get one.
+  // A token for this service's preview page only, not for another site's page in the browser.
   app.post<{ Body: { roles: string[]; sub?: string } }>(
     '/local-issuer/preview-token',
     {
@@ -76,9 +68,8 @@ const previewTokenRequestSchema = {
       maxItems: 200,
       items: { type: 'string', minLength: 1, maxLength: 200 },
     },
-    // The token's subject, which rollout buckets are computed from: any text
-    // a provider might use (an email, a UUID), but no control character, so no
-    // line break or NUL reaches a log line that quotes the token.
+    // The subject rollouts bucket by: any text a provider might use (an email, a UUID), but no
+    // control character, so no line break or NUL reaches a log line that quotes the token.
     sub: {
       type: 'string',
       minLength: 1,

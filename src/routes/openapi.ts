@@ -4,11 +4,7 @@ import { renderOpenApiDocument } from '../openapi/document.js'
 import { NO_TOKEN } from '../openapi/documented-requests.js'
 import { jsonResponse, OTHER_ERRORS } from '../openapi/documented-responses.js'
 
-/**
- * `GET /openapi.json`: the document, rendered once every route is declared:
- * the same bytes for every request, and a schema the generator cannot read
- * stops the start rather than a request.
- */
+/** The document, rendered on ready: the same bytes for all; a bad schema stops the start. */
 export function registerOpenApiRoutes(app: FastifyInstance): void {
   let document: Buffer | undefined
   app.addHook('onReady', async () => {

@@ -7,16 +7,10 @@ import { problemSchema } from '../http/problem.js'
 import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 import type { SnapshotSource } from '../snapshot/types.js'
 
-/**
- * The preview page's files: `src/preview/` when run from the sources,
- * `dist/preview/` (copied there by `npm run build`) when run from the build.
- */
+/** The page's files: src/preview/, or dist/preview/ in the build (copied by `npm run build`). */
 const PREVIEW_DIR = fileURLToPath(new URL('../preview/', import.meta.url))
 
-/**
- * The page runs only its own files and talks only to this service; the
- * branding's logo may live anywhere. No other site may frame it.
- */
+/** Only the page's own files and this service; the branding's logo may be anywhere; no framing. */
 const PAGE_SECURITY_POLICY = [
   "default-src 'self'",
   'img-src * data:',
@@ -27,12 +21,10 @@ const PAGE_SECURITY_POLICY = [
 ].join('; ')
 
 /**
- * Local mode: `GET /` draws any app's frame as a chosen user sees it, through
- * the API like any consumer; its scripts and styles under `/preview/`,
- * served by @fastify/static (ETags, 304s, no path outside the folder); and
- * `GET /preview/granted-roles`, every app's granted roles, which the API does
- * not list and the page offers as its role picker. None of it is in the
- * OpenAPI document: a local-mode tool for people, no part of the API.
+ * Local mode: `GET /` draws any app's frame as a chosen user sees it, through the API; its files
+ * under `/preview/` (@fastify/static: ETags, 304s, no path outside the folder); and
+ * `GET /preview/granted-roles`, every app's granted roles (which the API does not list) for the
+ * page's role picker. A tool for people, no part of the API: the OpenAPI document leaves it out.
  */
 export function registerPreviewRoutes(
   app: FastifyInstance,
@@ -67,9 +59,8 @@ export function registerPreviewRoutes(
 }
 
 /**
- * Revalidated on every load, never sniffed, and held to the page's policy.
- * Scripts as `text/javascript` (RFC 9239), where @fastify/static's type
- * table still says `application/javascript`.
+ * Revalidated on every load, never sniffed, held to the page's policy. Scripts as `text/javascript`
+ * (RFC 9239), where @fastify/static's type table still says `application/javascript`.
  */
 function setPageHeaders(reply: FastifyReply, path: string): void {
   if (path.endsWith('.js')) reply.header('content-type', 'text/javascript; charset=utf-8')

@@ -3,26 +3,19 @@ import { NO_TOKEN } from '../openapi/documented-requests.js'
 import { jsonResponse, OTHER_ERRORS } from '../openapi/documented-responses.js'
 import type { SnapshotSource } from '../snapshot/types.js'
 
-/**
- * `/healthz`: the process serves. `/readyz`: a snapshot is loaded and the
- * instance is not shutting down. Neither depends on the identity provider,
- * and after the first load, losing the database keeps the instance ready.
- */
+/** Neither probe depends on the identity provider, nor, after the first load, on the database. */
 export function registerProbeRoutes(
   app: FastifyInstance,
   deps: { snapshots: SnapshotSource; isShuttingDown: () => boolean },
 ): void {
-  app.get('/healthz', { schema: healthRoute }, async () => ({
-    status: 'ok',
-  }))
+  app.get('/healthz', { schema: healthRoute }, async () => ({ status: 'ok' }))
 
   app.get('/readyz', { schema: readyRoute }, async (_request, reply) => {
     const snapshot = deps.snapshots.current()
     if (deps.isShuttingDown())
       return reply.code(503).send({ status: 'not_ready', reason: 'shutting down' })
-    if (snapshot === undefined) {
+    if (snapshot === undefined)
       return reply.code(503).send({ status: 'not_ready', reason: deps.snapshots.notReadyReason() })
-    }
     return {
       status: 'ready',
       snapshot: {

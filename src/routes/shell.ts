@@ -27,12 +27,9 @@ import { shellBodySchema } from '../openapi/response-schemas.js'
 import { buildShellResponse } from '../snapshot/shell-response.js'
 
 /**
- * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller.
- * After the hooks (Vary, the key's form, the token), the app's view, the
- * caller's language and coding, then the caller's last shell when it asked
- * for the same before (http/last-shells.ts), else the shell response
- * (snapshot/shell-response.ts) in that coding (http/representation-cache.ts);
- * sent, or answered with a 304.
+ * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller: its last shell if it asked
+ * the same before (http/last-shells.ts), else the shell response (snapshot/shell-response.ts) in
+ * the caller's coding (http/representation-cache.ts); sent, or answered with a 304.
  */
 export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
   const { snapshots, negotiation, representations } = deps
@@ -74,7 +71,7 @@ const shellResponses = {
     shellBodySchema,
     SHELL_BODY_HEADERS,
   ),
-  304: notModifiedResponse('If-None-Match matched: the caller holds these bytes.', SHELL_HEADERS),
+  304: notModifiedResponse(SHELL_HEADERS),
   404: NO_SUCH_APP,
   ...API_ERRORS,
 }
