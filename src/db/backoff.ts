@@ -1,10 +1,7 @@
 /**
- * Capped exponential backoff with jitter, reset on success: attempt 1 waits
- * up to 100 ms, then 200 ms, 400 ms, 800 ms, and at most 1 s from then on.
- * The cap is low on purpose: a database back from an outage is tried again
- * within a second, so that a commit made then is served within two
- * (docs/operations.md, "When things fail"). Jitter spreads the retries of
- * many replicas so that a recovering database is not hit by all at once.
+ * Capped exponential backoff with jitter: up to 100 ms, doubling to at most 1 s, so that a
+ * database back from an outage is tried again within a second (docs/operations.md, "When things
+ * fail"). Jitter keeps the replicas from retrying all at once.
  */
 const BACKOFF_BASE_MS = 100
 const BACKOFF_CAP_MS = 1_000

@@ -8,10 +8,7 @@ export interface ConnectOptions {
   readonly max?: number
   /** Shown in pg_stat_activity, so an operator can tell the service's connections apart. */
   readonly applicationName?: string
-  /**
-   * For a connection that holds LISTEN: it is never closed for being idle
-   * or old, hears every notification, and says when it is lost.
-   */
+  /** For the LISTEN connection: never closed as idle or old, told of notifications and loss. */
   readonly listening?: {
     onNotify(channel: string, payload: string): void
     onClose(): void
@@ -31,10 +28,8 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     connect_timeout: 10,
     // The driver's own wait before reconnecting grows to 20 s; the service's is capped at 1 s.
     backoff: (attempt) => computeBackoffMs(attempt) / 1000,
-    // No named prepared statements: behind a transaction pooler (PgBouncer in
-    // transaction mode) each transaction may get another server connection,
-    // where a statement prepared on the last one does not exist. Reloads are
-    // rare, so parsing each query anew costs nothing that matters.
+    // No named prepared statements: behind a transaction pooler each transaction may get another
+    // server connection, where they do not exist. Reloads are rare, so parsing costs little.
     prepare: false,
     onnotice: () => {},
     connection: { application_name: options.applicationName ?? 'shell-data' },

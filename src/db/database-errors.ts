@@ -1,9 +1,7 @@
 /**
- * The fields a log line carries of a database error. An error with a code (a
- * refused connection, an SQLSTATE, a deadline) is expected while the database
- * is away, and retries log it again every few seconds: its type, code and
- * message say it all (`error`), and a stack would repeat on every line. Any
- * other error is logged whole under `err`, stack included: a bug to find.
+ * A database error's log fields. One with a code (refused connection, SQLSTATE, deadline) is
+ * expected while the database is away and logged at every retry: type, code and message, no stack
+ * (`error`). Any other error is logged whole under `err`: a bug to find.
  */
 export function databaseErrorFields(
   error: unknown,

@@ -7,11 +7,7 @@ import type { Sql } from './connect.js'
 /** Numbered migration files: `001_schema.sql`, `002_...sql`; applied in name order. */
 const MIGRATION_FILE = /^\d{3,}_[a-z0-9_-]+\.sql$/
 
-/**
- * One advisory lock key for every instance of the service, so two instances
- * starting at once take turns: the second finds the files applied and skips
- * them. The number is arbitrary but fixed ("shell" in ASCII).
- */
+/** Shared by all instances, so that those starting together take turns; "shell" in ASCII. */
 const MIGRATION_LOCK_KEY = 0x7368656c6c
 
 export class MigrationError extends Error {
@@ -22,11 +18,6 @@ export interface MigrationFile {
   readonly name: string
   readonly sql: string
   readonly checksum: string
-}
-
-export interface MigrationResult {
-  readonly applied: readonly string[]
-  readonly alreadyApplied: readonly string[]
 }
 
 export const MIGRATIONS_DIR = new URL('../../sql/', import.meta.url)
@@ -43,15 +34,11 @@ export async function readMigrationFiles(
   )
 }
 
-/**
- * Applies pending migrations, each in its own transaction under a
- * transaction-scoped advisory lock, and refuses to go on when a file that was
- * applied has been edited since (its checksum no longer matches).
- */
+/** Applies pending migrations, each in a locked transaction; refuses applied ones edited since. */
 export async function migrateDatabase(
   sql: Sql,
   options: { logger?: Logger; dir?: string | URL } = {},
-): Promise<MigrationResult> {
+): Promise<{ readonly applied: readonly string[]; readonly alreadyApplied: readonly string[] }> {
   const files = await readMigrationFiles(options.dir)
   const applied: string[] = []
   const alreadyApplied: string[] = []
@@ -86,10 +73,8 @@ export async function migrateDatabase(
 }
 
 /**
- * The migration files a database has not applied, in order, without writing
- * to it (a hot standby, where the primary's are replayed): every file is
- * pending while the table of applied ones is not there. An applied file
- * edited since stops the start there too.
+ * The migration files a database has not applied, in order, without writing to it (a hot
+ * standby, which replays the primary's). An applied file edited since throws there too.
  */
 export async function findUnappliedMigrations(
   sql: Sql,

@@ -17,13 +17,9 @@ export interface SchemaTargets {
 }
 
 /**
- * MIGRATE=auto, at start. A database that takes writes is migrated (under the
- * advisory lock, see migrate.ts). One that does not (a hot standby) is never
- * written to: its migrations come from the primary, by replay, so it is only
- * checked. Resolves with null once every migration file is applied, with its
- * checksum, where the snapshots are read; else with why not yet, naming the
- * migrations, for /readyz (the caller checks again). An applied file edited
- * since throws MigrationError, on a standby too.
+ * MIGRATE=auto, at start: migrates a database that takes writes, only checks one that does not
+ * (a standby replays the primary's). Null once every migration is applied where snapshots are
+ * read, else why not yet, for /readyz (the caller checks again). An edited applied file throws.
  */
 export async function prepareSchema(
   targets: SchemaTargets,

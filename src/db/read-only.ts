@@ -1,10 +1,8 @@
 import type { Sql } from './connect.js'
 
 /**
- * Why the database refuses writes, or null when it takes them: a hot
- * standby (in recovery), or `default_transaction_read_only` set for the
- * role or database. Asked before migrating, so that an instance pointed at
- * a standby never tries to write there.
+ * Why the database refuses writes (a hot standby, or `default_transaction_read_only`), or null.
+ * Asked before migrating, so that an instance never tries to write to a standby.
  */
 export async function findWhyReadOnly(sql: Sql): Promise<string | null> {
   const [row] = await sql<{ inRecovery: boolean; readOnly: boolean }[]>`

@@ -94,25 +94,16 @@ export interface SnapshotRead {
 type ReadMark = Pick<SnapshotRead, 'watermark' | 'fromStandby'>
 
 /*
- * The watermark on a hot standby. pg_current_xact_id() cannot run there (it
- * would assign an id: SQLSTATE 25006), and the reads never call it; the
- * triggers that record changed_xid run on the primary. pg_current_snapshot()
- * does run there, and its xmin is the oldest transaction that the replayed
- * WAL shows still running: a standby counts every id below the highest it
- * has seen as running until it replays that id's commit or abort (ids are
- * handed out in order, so it fills the gaps), and a commit becomes visible
- * there only once replayed. So the rule of sql/005_change_xids.sql holds as
- * it does on the primary: any change a read on the standby did not see was
- * made by a transaction at or above that read's xmin. The standby's xmin
- * trails the primary's by the replay lag; a read merely finds a change
- * later. test/db/standby-watermark.test.ts shows it with a transaction that
- * commits after a later one.
+ * The watermark on a hot standby: pg_current_xact_id() cannot run there (SQLSTATE 25006; only
+ * the primary's triggers call it), but pg_current_snapshot() can, and its xmin is the oldest
+ * transaction the replayed WAL shows running: a standby counts every id below the highest it has
+ * seen as running until it replays its commit or abort. So the rule of sql/005_change_xids.sql
+ * holds there too, the xmin trailing by the replay lag (test/db/standby-watermark.test.ts).
  */
 
 /**
- * Everything, in one read-only REPEATABLE READ transaction, so the rows are
- * one state of the database even while an import commits during the read.
- * Its statements are pipelined on the transaction's connection.
+ * Everything, in one read-only REPEATABLE READ transaction: one state of the database even while
+ * an import commits. Its statements are pipelined on the transaction's connection.
  */
 export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
@@ -136,12 +127,9 @@ export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
 }
 
 /**
- * The apps changed since `watermark` (an earlier read's), whole, in one
- * statement: one statement sees one state of the database, so no
- * transaction is needed, and the database picks the apps, so the read costs
- * what the change costs whatever the number of apps. An app changed by a
- * transaction that was still running at the earlier read may come again
- * unchanged; its revision tells.
+ * The apps changed since `watermark` (an earlier read's), whole, in one statement (one state of
+ * the database, no transaction); the database picks the apps, so the read costs what the change
+ * costs. An app changed by a transaction running at the earlier read may come again, unchanged.
  */
 export async function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
   const [result] = await sql<(SnapshotRows & ReadMark & Pick<SnapshotRead, 'removedApps'>)[]>`
@@ -184,7 +172,6 @@ export async function readRowsChangedSince(sql: Sql, watermark: string): Promise
 export interface RevisionCheck {
   readonly revisions: ReadonlyMap<string, string | null>
   readonly watermark: string
-  /** Checked on a hot standby. */
   readonly fromStandby: boolean
 }
 

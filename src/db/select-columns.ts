@@ -1,19 +1,15 @@
 import { type ColumnMap, ID_COLUMNS, INSTANT_COLUMNS } from '../domain/vocabulary.js'
 import type postgres from './postgres-driver.js'
 
-type Fragment = postgres.PendingQuery<postgres.Row[]>
-
 /**
- * The select list of a table's columns, each named by its field:
- * `"t"."app_key" as "appKey", "t"."id"::text as "id", …`. Built from
- * identifiers and fragments, never from strings, so the column map of
- * domain/vocabulary.ts is the only spelling; ids come as decimal strings.
+ * The select list of a table's columns, each named by its field (`"t"."app_key" as "appKey"`),
+ * built from identifiers, never strings, so domain/vocabulary.ts is the only spelling.
  */
 export function selectColumns(
   sql: postgres.Sql | postgres.TransactionSql,
   columns: ColumnMap,
   tableAlias?: string,
-): Fragment[] {
+): postgres.PendingQuery<postgres.Row[]>[] {
   return Object.entries(columns).map(([field, column], index) => {
     const qualified = sql(tableAlias === undefined ? column : `${tableAlias}.${column}`)
     const value = ID_COLUMNS.has(column)
@@ -25,10 +21,7 @@ export function selectColumns(
   })
 }
 
-/**
- * A row's values keyed by column name, for postgres.js's insert and update
- * helpers (`insert into t ${sql(values)}`): fields left out stay out.
- */
+/** A row's values by column, for `insert into t ${sql(values)}`: fields left out stay out. */
 export function columnValues<Columns extends ColumnMap>(
   columns: Columns,
   fields: { readonly [Field in keyof Columns]?: unknown },

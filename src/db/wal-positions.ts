@@ -1,10 +1,6 @@
 import type { Sql } from './connect.js'
 
-/**
- * Positions in the write-ahead log, as byte offsets from `0/0` (a pg_lsn is
- * one, printed as two hex halves): a bigint compares and subtracts where a
- * pg_lsn's text does not.
- */
+/** A WAL position, in bytes from `0/0`: a bigint compares and subtracts; pg_lsn text does not. */
 export type WalPosition = bigint
 
 /** XLOG page headers (access/xlog_internal.h): short on every page, long on a segment's first. */
@@ -12,11 +8,8 @@ const SHORT_PAGE_HEADER = 24n
 const LONG_PAGE_HEADER = 40n
 
 /**
- * Where the primary's log ends: the end of the last record it has inserted,
- * which a standby has replayed once its `pg_last_wal_replay_lsn()` is there.
- * Read through a connection to the primary (FEED_DATABASE_URL); one cheap
- * query, no lock. Inserted, not written (`pg_current_wal_lsn()`): with
- * `synchronous_commit=off` a commit that has notified may not be written yet.
+ * The end of the primary's last inserted record, for a standby's replay position to reach. Not
+ * written (`pg_current_wal_lsn()`): with `synchronous_commit=off` a notified commit may not be.
  */
 export async function readPrimaryWalEnd(sql: Sql): Promise<WalPosition> {
   const [row] = await sql<{ inserted: string; page: string; segment: string }[]>`
@@ -28,11 +21,9 @@ export async function readPrimaryWalEnd(sql: Sql): Promise<WalPosition> {
 }
 
 /**
- * `pg_current_wal_insert_lsn()` is where the next record goes. When the last
- * record ended on a page boundary, that is past the next page's header, while
- * a standby's replay position stops at the boundary: compared as they are,
- * a standby that has replayed everything would seem behind until the
- * primary writes again. Nothing but the header lies between the two.
+ * `pg_current_wal_insert_lsn()` is where the next record goes: past the next page's header when
+ * the last record ended on a page boundary, where a standby's replay stops. Uncorrected, a standby
+ * that replayed everything would seem behind until the primary writes again.
  */
 export function findLastRecordEnd(
   inserted: WalPosition,

@@ -30,23 +30,14 @@ export interface EventStreams {
 
 /** Seconds a client is told to wait when the instance has no room for another stream. */
 export const STREAMS_FULL_RETRY_AFTER_S = 10
-/**
- * A comment this often keeps proxies and load balancers (idle timeouts of
- * 60 s are common) from cutting a quiet stream; the API promises one at
- * least every 30 s.
- */
+/** Below proxies' idle timeouts (60 s is common) and the API's promise of a comment every 30 s. */
 const KEEP_ALIVE_MS = 15_000
 /**
- * Changes are sent at once, then at most once per this interval while they
- * keep coming: a burst of commits gives a few events carrying the latest tag,
- * not one per commit, and a change still reaches clients well within a second.
+ * Changes are sent at once, then at most once per this interval while they keep coming: a burst
+ * of commits gives a few events with the latest tag, and a change still arrives within a second.
  */
 const MIN_FLUSH_INTERVAL_MS = 250
-/**
- * Bytes a stream may have waiting to be sent. Its events are a few hundred
- * bytes; this much waiting means the client stopped reading (or the network
- * to it is gone), and the stream is ended rather than left to grow.
- */
+/** Unsent bytes a stream may hold: events are a few hundred, so more means a client not reading. */
 const MAX_UNSENT_BYTES = 64 * 1024
 
 /** A caller's open stream on one app. */
@@ -66,11 +57,9 @@ interface EventStream {
 }
 
 /**
- * The open event streams of one instance, by app. After a reload, only the
- * streams whose app's view changed are looked at: each one's tag is taken
- * again (a memoized variant's, so a look-up), and only streams whose tag
- * moved are written to. One timer keeps every stream alive; each stream has
- * one that ends it at its token's `exp`.
+ * The open event streams of one instance, by app. After a reload only streams whose app's view
+ * changed take their tag again (a memoized look-up), and only those whose tag moved are written
+ * to. One timer keeps every stream alive; each stream has one that ends it at its token's `exp`.
  */
 export function createEventStreams(deps: {
   readonly snapshots: Pick<SnapshotSource, 'current' | 'onSwap'>
@@ -199,7 +188,9 @@ export function createEventStreams(deps: {
       // Timers cannot wait past 2^31 - 1 ms (24.8 days); no access token lives that long.
       const untilExpiryMs = Math.min(Math.max(caller.expiresAtMs - Date.now(), 0), 2 ** 31 - 1)
       stream.expiry = setTimeout(() => endStream(stream, 'expired'), untilExpiryMs).unref()
-      keepAliveTimer ??= setInterval(sendKeepAlives, KEEP_ALIVE_MS).unref()
+      keepAliveTimer ??= setInterval(() => {
+        for (const stream of allStreams()) write(stream, KEEP_ALIVE_COMMENT)
+      }, KEEP_ALIVE_MS).unref()
       return output
     },
 
@@ -210,17 +201,11 @@ export function createEventStreams(deps: {
       for (const stream of [...allStreams()]) endStream(stream, 'shutdown')
     },
   }
-
-  function sendKeepAlives(): void {
-    for (const stream of allStreams()) write(stream, KEEP_ALIVE_COMMENT)
-  }
 }
 
 /**
- * The ETag (without its quotes) that a GET of the shell, with the stream
- * request's headers, would give the stream's caller now: the same response,
- * made by the same module, in the same coding. An event stream is never
- * compressed itself.
+ * The ETag (unquoted) a GET of the shell with the stream request's headers would give its caller
+ * now: the same response, by the same module, in the same coding. Streams are never compressed.
  */
 function tagOf({ view, caller, languages, coding }: EventStream): string {
   return representationTag(buildShellResponse(view, caller, view.localeFor(languages)), coding)

@@ -5,20 +5,16 @@ import { databaseErrorFields } from '../db/database-errors.js'
 import type { Metrics } from '../metrics.js'
 
 /** The channel the schema's triggers notify (sql/001_schema.sql). */
-export const CHANGE_CHANNEL = 'shell_changed'
+const CHANGE_CHANNEL = 'shell_changed'
 
 /**
- * Found deaf this many times in a row with nothing heard in between, LISTEN
- * is taken not to work through FEED_DATABASE_URL (a transaction pooler hands
- * the session that ran it back to its pool): once is a connection that went
- * silent, twice on fresh connections is the pattern.
+ * Found deaf this often in a row, nothing heard in between, LISTEN is taken not to work (as
+ * behind a transaction pooler): once is a connection gone silent, twice on fresh ones the pattern.
  */
 const DEAF_IN_A_ROW = 2
 /**
- * Once LISTEN is taken not to work, or refused by a hot standby, it is tried
- * again this seldom (the pooler may be reconfigured, the standby promoted),
- * quietly; the feed's check follows the database meanwhile, and each new
- * LISTEN costs a full reload.
+ * LISTEN taken not to work, or refused by a hot standby, is tried again this seldom, quietly (the
+ * feed's check follows the database meanwhile, and each new LISTEN costs a full reload).
  */
 const RELISTEN_SELDOM_MS = 60_000
 /** read_only_sql_transaction: how a hot standby refuses LISTEN ("cannot execute LISTEN during recovery"). */
@@ -31,7 +27,6 @@ export interface ListeningConnectionOptions {
   readonly metrics: Metrics
   /** LISTEN is in place: the first time, and after each reconnect (notifications may have been lost). */
   onListen(): void
-  /** A notification arrived: something was committed. */
   onNotify(): void
   /** LISTEN could not be put in place; it is retried. */
   onListenFailed(error: unknown): void
@@ -50,14 +45,10 @@ export interface ListeningConnection {
 }
 
 /**
- * The dedicated LISTEN connection, in the shape of graphile-worker's
- * `listenForChanges`: connect, LISTEN, and on any loss drop the connection
- * and connect again after a capped, jittered backoff (db/backoff.ts), reset
- * once LISTEN is in place again. The driver's own re-LISTEN is not used: it
- * swallows its error while the database is still down. A connection that
- * went silent without closing (half-open) or never delivers (behind a
- * transaction pooler) cannot tell; the feed's check finds it and calls
- * `recycleDeaf`.
+ * The dedicated LISTEN connection, as graphile-worker's `listenForChanges`: on any loss it is
+ * dropped and made again after a capped, jittered backoff (db/backoff.ts). Not the driver's own
+ * re-LISTEN: it swallows its error while the database is down. A connection that is half-open or
+ * behind a transaction pooler cannot tell; the feed's check finds it and calls `recycleDeaf`.
  */
 export function startListening(options: ListeningConnectionOptions): ListeningConnection {
   const { url, logger, metrics } = options
@@ -66,7 +57,6 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   let failures = 0
   let heard = 0
   let listening = false
-  // Found deaf in a row, with no notification heard in between.
   let deafInARow = 0
   // LISTEN was refused by a hot standby, and that was said.
   let refusedInRecovery = false
@@ -115,24 +105,19 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       refuseInRecovery(error)
       return
     }
-    const wasListening = listening
     failures += 1
     const retryInMs = computeBackoffMs(failures)
     logger.warn(
       { ...databaseErrorFields(error), attempt: failures, retryInMs },
-      wasListening
+      listening
         ? 'the listening connection was lost; reconnecting, then reading everything again'
         : 'cannot listen for changes; retrying',
     )
-    if (!wasListening) options.onListenFailed(error)
+    if (!listening) options.onListenFailed(error)
     reconnectAfter(retryInMs)
   }
 
-  /**
-   * A hot standby in FEED_DATABASE_URL (or in DATABASE_URL with no
-   * FEED_DATABASE_URL) refuses LISTEN for as long as it is one: said once,
-   * then tried again once a minute, quietly, for a promotion.
-   */
+  /** A hot standby refuses LISTEN until promoted: said once, then tried again quietly. */
   function refuseInRecovery(error: unknown): void {
     if (!refusedInRecovery) {
       logger.warn(

@@ -13,16 +13,13 @@ import type { Metrics } from '../metrics.js'
 import { withDeadline } from './with-deadline.js'
 
 /**
- * The longest a reload waits for the standby (docs/operations.md, "A primary
- * and its standbys"): one further behind is read as it is, and the check
- * every second finds the change once it is replayed.
+ * The longest a reload waits for the standby (docs/operations.md, "A primary and its standbys"):
+ * one further behind is read as it is, and the check finds the change once it is replayed.
  */
 const REPLAY_WAIT_MAX_MS = 10_000
 /**
- * The standby is asked again after 10 ms, doubling to 100 ms: one that
- * lags by milliseconds is read within milliseconds, one that lags by a
- * second costs about ten small queries, and the change is served within the
- * lag plus 100 ms at worst.
+ * Polls 10 ms apart, doubling to 100 ms: a lag of milliseconds is read within milliseconds, one of
+ * a second costs about ten small queries, and a change is served within the lag plus 100 ms.
  */
 const POLL_FIRST_MS = 10
 const POLL_CAP_MS = 100
@@ -42,11 +39,9 @@ export interface ReplayWaitOptions {
 
 export interface ReplayWait {
   /**
-   * Resolves once the standby has replayed the primary's WAL as far as the
-   * primary had inserted it when this was called, or at the latest after
-   * 10 s; never rejects (the read that follows reports a database that is
-   * gone). `fromStandby` is what the last read found: false skips it all,
-   * undefined (nothing read yet) asks the database first.
+   * Resolves once the standby has replayed the primary's WAL as far as it was inserted at the
+   * call, or after 10 s at most; never rejects (the next read reports a database that is gone).
+   * `fromStandby`, the last read's: false skips it all, undefined (none yet) asks the database.
    */
   untilReplayed(fromStandby: boolean | undefined): Promise<void>
   /** Since a wait gave up, until one succeeds: the standby lags more than the wait allows. */
@@ -54,14 +49,9 @@ export interface ReplayWait {
 }
 
 /**
- * A notification can arrive before the standby has replayed the commit that
- * sent it; a reload that read the standby then would read it stale and
- * leave the change to the check. So a reload that a notification asks for
- * first takes the primary's WAL position, then polls the standby's replay
- * position until it is there. `shell_feed_replay_wait_seconds` observes
- * every wait on a standby, zero included; a database that is not a standby
- * is not waited for, nor observed (the histogram counts the waits that a
- * standby costs, and nothing else).
+ * The feed's **Waiting for a standby** state (snapshot-feed.ts): the primary's WAL position, then
+ * the standby polled until it is there. `shell_feed_replay_wait_seconds` observes every wait on a
+ * standby, zero included, and nothing else.
  */
 export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
   const { sql, onPrimary, logger, metrics, signal } = options
@@ -84,12 +74,9 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
         const state = await withDeadline(readReplayState(sql), Math.max(remainingMs(), POLL_CAP_MS))
         // Promoted, or never a standby: everything it holds is there to read.
         if (!state.inRecovery) return
-        if (state.replayed !== null && state.replayed >= target) {
-          record(startedAt, { caughtUp: true, target, state })
-          return
-        }
-        if (remainingMs() === 0) {
-          record(startedAt, { caughtUp: false, target, state })
+        const caughtUp = state.replayed !== null && state.replayed >= target
+        if (caughtUp || remainingMs() === 0) {
+          record(startedAt, { caughtUp, target, state })
           return
         }
         const delayMs = Math.min(POLL_FIRST_MS * 2 ** (attempt - 1), POLL_CAP_MS, remainingMs())

@@ -16,8 +16,6 @@ import { createReplayWait } from './replay-wait.js'
 import { createWindowTimer } from './window-timer.js'
 import { withDeadline } from './with-deadline.js'
 
-export { CHANGE_CHANNEL } from './listening-connection.js'
-
 export interface SnapshotFeedOptions {
   /** The pool reloads and checks read through (DATABASE_URL): the primary, a pooler or a standby. */
   readonly sql: Sql
@@ -47,51 +45,35 @@ export interface SnapshotFeed extends SnapshotSource {
 }
 
 /**
- * The check's period: the floor of freshness when no notification can be
- * heard (a listening connection lost, half-open, or behind a transaction
- * pooler), and how soon such a connection is found out. One small indexed
- * query, answered with nothing when nothing changed.
+ * The check's period: the freshness floor when no notification is heard, and how soon a deaf
+ * listening connection is found out. One small indexed query, empty when nothing changed.
  */
 const CHECK_INTERVAL_MS = 1_000
 /**
- * Far above what a full read of a large data set needs (the bench reports
- * it); a read still running after this waits on a connection that went
- * silent (a partition), which TCP may hold for minutes.
+ * Far above what a full read of a large data set needs (the bench reports it): a read running
+ * longer waits on a connection gone silent (a partition), which TCP may hold for minutes.
  */
 const READ_TIMEOUT_MS = 30_000
 
 /**
- * Keeps an immutable snapshot of the database fresh, in the shape of
- * graphile-worker's `listenForChanges`. Its states:
+ * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
+ * `listenForChanges`. Its states:
  *
- * - **Listening** (listening-connection.ts): a dedicated connection holds
- *   LISTEN. Each time LISTEN is in place, the first time and after every
- *   reconnect, a full reload follows, since notifications sent meanwhile are
- *   lost. Each notification marks the snapshot dirty.
- * - **Reloading**: one reload at a time. `dirty` asks for a reload; one
- *   asked for during a reload runs right after it, so a burst of commits
- *   folds into a few reloads. A reload reads the apps changed since the last
- *   read (their revisions moved), or everything when `fullRead` is set, and
- *   swaps in the new snapshot. A failed reload keeps the snapshot in service
- *   and is retried after a capped, jittered backoff (`retryTimer`); a
- *   notification waits for the retry, while a new LISTEN or a check that
- *   reached the database does not.
- * - **Waiting for a standby**: when the reads come from a hot standby, a
- *   reload that a notification or a new LISTEN asked for (`replayPending`)
- *   first waits until the standby has replayed what the primary had written
- *   by then (replay-wait.ts), so it does not read it stale. Notifications
- *   that arrive meanwhile fold into the next reload, which takes the
- *   primary's position anew.
- * - **Checking**, every second, between reloads: the database is asked which
- *   apps changed since the last read. A change found there is reloaded; if
- *   nothing was heard about it a second later either, the listening
- *   connection is deaf (half-open, or behind a transaction pooler) and is
- *   made again. A check that finds nothing confirms the snapshot as fresh
- *   (`shell_snapshot_age_seconds`).
- * - **Windows** (window-timer.ts): the snapshot in service knows the next
- *   instant an item's window opens or closes; a timer set for it makes the
- *   snapshot again then, with no database change and whether or not the
- *   database answers.
+ * - **Listening** (listening-connection.ts): a full reload follows each LISTEN put in place, since
+ *   notifications sent meanwhile are lost. Each notification marks the snapshot dirty.
+ * - **Reloading**: one at a time; one asked for during a reload runs right after it, so a burst
+ *   of commits folds into a few. A reload reads the apps changed since the last read, or
+ *   everything when `fullRead` is set. A failed one keeps the snapshot in service and is retried
+ *   after a capped, jittered backoff (`retryTimer`); a notification waits for the retry, a new
+ *   LISTEN or a check that reached the database does not.
+ * - **Waiting for a standby** (replay-wait.ts): a reload that a notification or a new LISTEN
+ *   asked for (`replayPending`) first waits until a standby has replayed what the primary had
+ *   written by then, lest it read stale. Notifications meanwhile fold into the next reload.
+ * - **Checking**, every second between reloads: which apps changed since the last read? A change
+ *   found is reloaded; if nothing was heard about it a second later either, the listening
+ *   connection is deaf and is made again. Finding nothing confirms the snapshot as fresh.
+ * - **Windows** (window-timer.ts): at the next instant an item's window opens or closes, the
+ *   snapshot is made again, with no database change and whether or not the database answers.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { sql, feedUrl, logger, metrics } = options
@@ -102,7 +84,6 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let snapshot: Snapshot | undefined
   // Where the next read starts (see sql/005_change_xids.sql); undefined until a full read.
   let watermark: string | undefined
-  // Whether the last read came from a hot standby; undefined until a read.
   let readsStandby: boolean | undefined
   let confirmedAt: number | null = null
   let lastError: string | null = null
@@ -135,9 +116,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   })
 
   /**
-   * `proven`: the database was just reached, so a retry's backoff need not be
-   * waited out. `announced`: a notification or a new LISTEN asks for it, so a
-   * standby is waited for.
+   * `proven`: the database was just reached, so a retry's backoff need not be waited out.
+   * `announced`: a notification or a new LISTEN asks for it, so a standby is waited for.
    */
   function requestReload(reload: { full?: boolean; proven?: boolean; announced?: boolean }): void {
     if (closed) return
@@ -210,7 +190,6 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     for (const swapListener of swapListeners) swapListener(next)
   }
 
-  /** Runs between reloads; see the states above. */
   async function checkForUnheardChanges(): Promise<void> {
     checkTimer = undefined
     const since = watermark

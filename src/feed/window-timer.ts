@@ -11,12 +11,7 @@ export interface WindowTimer {
   clear(): void
 }
 
-/**
- * The feed's **Windows** state (snapshot-feed.ts): the snapshot in service
- * knows the next instant an item's window opens or closes, and then it is
- * made again and handed to `swap`: the bytes change by themselves, with no
- * database change and whether or not the database answers.
- */
+/** The feed's **Windows** state (snapshot-feed.ts). */
 export function createWindowTimer(options: {
   current: () => Snapshot | undefined
   swap: (next: Snapshot) => void

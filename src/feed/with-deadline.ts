@@ -1,7 +1,6 @@
 /**
- * The promise, or a READ_TIMEOUT error once `ms` have passed. The work itself
- * cannot be stopped (its connection is silent); it is left to settle, and
- * ignored, while the next attempt takes another connection of the pool.
+ * The promise, or a READ_TIMEOUT error after `ms`. The work cannot be stopped (its connection is
+ * silent): it is left to settle, ignored, while the next attempt takes another connection.
  */
 export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   work.catch(() => {})
