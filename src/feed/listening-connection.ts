@@ -35,8 +35,11 @@ export interface ListeningConnectionOptions {
 export interface ListeningConnection {
   /** True while LISTEN is in place and the connection has not been found deaf. */
   isListening(): boolean
-  /** How many notifications have arrived so far: two readings tell whether any came between. */
-  heardCount(): number
+  /**
+   * How many reloads it has announced: notifications, and each LISTEN put in place (which asks
+   * for a full one). Two readings tell whether any came between.
+   */
+  announcedCount(): number
   /** A committed change was not announced: the connection is dropped and made again. */
   recycleDeaf(): void
   /** Runs a query on this connection (the primary's position, for a standby to reach); rejects while there is none. */
@@ -55,7 +58,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   let client: Sql | undefined
   let reconnectTimer: NodeJS.Timeout | undefined
   let failures = 0
-  let heard = 0
+  let announced = 0
   let listening = false
   let deafInARow = 0
   // LISTEN was refused by a hot standby, and that was said.
@@ -71,7 +74,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       listening: {
         onNotify(channel) {
           if (connection !== client || channel !== CHANGE_CHANNEL) return
-          heard += 1
+          announced += 1
           if (deafInARow > 0) {
             if (deafInARow >= DEAF_IN_A_ROW) logger.info('notifications arrive again')
             deafInARow = 0
@@ -92,6 +95,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
         // Once taken not to work, LISTEN's answer proves nothing: only a notification does.
         setListening(deafInARow < DEAF_IN_A_ROW)
         logger[deafInARow >= DEAF_IN_A_ROW ? 'debug' : 'info']('listening for changes')
+        announced += 1
         options.onListen()
       },
       (error: unknown) => lose(connection, error),
@@ -149,7 +153,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   connect()
   return {
     isListening: () => listening,
-    heardCount: () => heard,
+    announcedCount: () => announced,
     recycleDeaf() {
       if (closed || client === undefined) return
       deafInARow += 1

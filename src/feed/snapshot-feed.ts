@@ -196,21 +196,21 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     if (!closed && since !== undefined && snapshot !== undefined && !dirty && !reloading) {
       const current = snapshot
       const readsBefore = reads
-      const heardBefore = listener?.heardCount()
+      const announcedBefore = listener?.announcedCount()
       try {
         const check = await withDeadline(readRevisionsChangedSince(sql, since), readTimeoutMs)
         readsStandby = check.fromStandby
         const moved = [...check.revisions].some(
           ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
         )
-        const heard = listener?.heardCount()
-        // Nothing heard for a second since a change was found unannounced: deaf.
-        if (unannouncedAt !== undefined && unannouncedAt === heard) listener?.recycleDeaf()
+        const announced = listener?.announcedCount()
+        // Nothing announced for a second since a change was found unannounced: deaf.
+        if (unannouncedAt !== undefined && unannouncedAt === announced) listener?.recycleDeaf()
         // A standby that lags past the wait shows changes long after they were announced.
         const announcedEarlier = check.fromStandby && replayWait.isBehind()
         unannouncedAt =
-          moved && heard === heardBefore && listener?.isListening() && !announcedEarlier
-            ? heard
+          moved && announced === announcedBefore && listener?.isListening() && !announcedEarlier
+            ? announced
             : undefined
         if (moved) requestReload({ proven: true })
         else if (reads === readsBefore && snapshot === current) {

@@ -344,6 +344,60 @@ t.test(
   },
 )
 
+t.test(
+  'a change committed before LISTEN is back, found by a check that LISTEN overtakes: not deafness',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+    const { hostname, port } = new URL(db.url)
+    const proxy = await startTcpProxy(hostname, Number(port))
+    t.teardown(() => proxy.close())
+    const { logger, lines } = recordingLogger()
+    const { feed, metrics } = startFeed(t, db.sql, proxy.route(db.url), {
+      logger,
+      checkIntervalMs: 200,
+    })
+    await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
+    await waitFor(() => appNameOf(feed) === 'One', 'the first snapshot')
+    // The listening connection is lost and its next one is held being made, as while
+    // PostgreSQL restarts; a change is committed meanwhile, which nobody hears.
+    proxy.hold()
+    proxy.cut()
+    await waitFor(async () => (await listeningOf(metrics)) === 0, 'the loss noticed')
+    await db.sql`update shell.apps set name = 'Two'`
+    // The next check's read waits on a lock, so that LISTEN comes back during it.
+    const other = postgres(db.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => other.end({ timeout: 1 }))
+    const locker = await other.reserve()
+    t.teardown(() => locker.release())
+    await locker`begin`
+    await locker`lock table shell.app_revisions in access exclusive mode`
+    await waitFor(async () => {
+      const waiting = await db.sql`
+        select pid from pg_stat_activity
+        where datname = ${db.name} and wait_event_type = 'Lock' and pid <> pg_backend_pid()`
+      return waiting.length === 1
+    }, 'the check waiting on the lock')
+    proxy.release()
+    await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening again')
+    await locker`rollback`
+    await waitFor(() => appNameOf(feed) === 'Two', 'the change')
+    // Two checks that find nothing: the one after the change would have called it deaf.
+    for (let confirmed = 0; confirmed < 2; confirmed += 1) {
+      const after = Date.now()
+      await waitFor(
+        () => (feed.snapshotAgeSeconds() ?? Number.POSITIVE_INFINITY) * 1000 < Date.now() - after,
+        'a check confirming the snapshot',
+      )
+    }
+    t.notOk(
+      lines.some((line) => /went silent|does not work/.test(line.msg)),
+      'the change came before LISTEN: no deafness said',
+    )
+    t.equal(await listeningOf(metrics), 1, 'still listening')
+  },
+)
+
 t.test('with no LISTEN at all, the check alone follows the database', async (t) => {
   const db = await createTestDatabase(t)
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`

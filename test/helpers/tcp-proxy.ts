@@ -3,8 +3,10 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 /**
  * A TCP proxy in front of PostgreSQL, to inject network faults the database
  * cannot: `freeze()` makes every open connection silent without closing it
- * (a half-open connection), `cut()` resets them all. It counts the bytes it
- * passes, which the bench reads as bytes on the wire.
+ * (a half-open connection), `cut()` resets them all, `hold()` accepts new
+ * connections but passes nothing until `release()` (a connection being made,
+ * for as long as a test needs). It counts the bytes it passes, which the
+ * bench reads as bytes on the wire.
  */
 export interface TcpProxy {
   readonly port: number
@@ -14,13 +16,17 @@ export interface TcpProxy {
   route(url: string): string
   freeze(): void
   cut(): void
+  hold(): void
+  release(): void
   close(): Promise<void>
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket; frozen: boolean }>()
   const bytes = { up: 0, down: 0 }
-  const server: Server = createServer((client) => {
+  const held: Socket[] = []
+  let holding = false
+  const pass = (client: Socket) => {
     const upstream = connect(targetPort, targetHost)
     const pair = { client, upstream, frozen: false }
     pairs.add(pair)
@@ -41,6 +47,11 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     }
     client.on('error', drop).on('close', drop)
     upstream.on('error', drop).on('close', drop)
+  }
+  const server: Server = createServer((client) => {
+    if (!holding) return pass(client)
+    client.pause()
+    held.push(client)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const address = server.address()
@@ -65,7 +76,18 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       for (const pair of pairs) pair.frozen = true
     },
     cut,
+    hold() {
+      holding = true
+    },
+    release() {
+      holding = false
+      for (const client of held.splice(0)) {
+        pass(client)
+        client.resume()
+      }
+    },
     async close() {
+      for (const client of held.splice(0)) client.destroy()
       cut()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
