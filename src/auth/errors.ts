@@ -1,11 +1,7 @@
 import { errors } from 'jose'
 import type { TokenVerificationResult } from '../metrics.js'
 
-/**
- * What went wrong underneath, reduced to fields that are safe to log: jose
- * messages are fixed strings (at most a header parameter name), and the claims
- * payload that some jose errors carry is deliberately left out.
- */
+/** The underlying error in fields safe to log: jose's fixed message, never its claims payload. */
 export interface ErrorSummary {
   readonly name: string
   readonly code?: string
@@ -14,11 +10,7 @@ export interface ErrorSummary {
   readonly reason?: string
 }
 
-/**
- * A refused token. `kind` picks the HTTP answer: `invalid_token` is a 401,
- * `keys_unavailable` a 503 (the provider could not be reached, so the token
- * could not be judged at all).
- */
+/** A refused token; `kind` picks the answer: 401 `invalid_token` or 503 `keys_unavailable`. */
 export class AuthError extends Error {
   override name = 'AuthError'
   readonly kind: 'invalid_token' | 'keys_unavailable'
@@ -61,14 +53,10 @@ export function summarizeError(error: unknown): ErrorSummary {
 }
 
 /**
- * Maps a verification failure to its metric result and a safe description,
- * by error class and jose `code`, never by message text. Choices worth noting:
- * - a not-yet-valid token (`nbf`) counts as `expired`: both are "outside its
- *   validity window", and the API's error table groups them in one row;
- * - a disallowed algorithm (`none`, `HS*`) counts as `invalid_signature`: the
- *   token is not signed the way the provider signs;
- * - a wrong header or payload `typ`, a missing `sub`/`exp` and any other claim
- *   failure count as `malformed`: the token is not an access token of this realm.
+ * Maps a failure to its metric result and a safe description, by error class and jose `code`,
+ * never by message text. `nbf` counts as `expired` (outside the validity window; one row in the
+ * API's error table); a disallowed algorithm as `invalid_signature`; a wrong `typ`, a missing
+ * `sub`/`exp` and other claim failures as `malformed` (not an access token of this realm).
  */
 export function toAuthError(error: unknown): AuthError {
   if (error instanceof AuthError) return error

@@ -9,21 +9,12 @@ const WINDOW_MS = 10_000
 const MAX_VALUE_CHARS = 200
 const MAX_AUDIENCES = 10
 
-export interface FailureLog {
-  record(token: string, error: AuthError): void
-  close(): void
-}
-
-/**
- * One `warn` line per failed verification with the underlying error and a
- * whitelisted decode of the token, rate-limited per window; the lines
- * suppressed in a window are reported as a count when it ends.
- */
+/** One `warn` line per failed verification, rate-limited; suppressed lines counted per window. */
 export function createFailureLog(options: {
   logger: Logger
   enabled: boolean
   now: () => number
-}): FailureLog {
+}): { record(token: string, error: AuthError): void; close(): void } {
   const { logger, now } = options
   if (!options.enabled) return { record() {}, close() {} }
 
@@ -69,11 +60,8 @@ export function createFailureLog(options: {
 }
 
 /**
- * Only the header's kid/alg/typ and the payload's iss/aud/azp/sub/exp/iat,
- * decoded by hand from the first two segments; the signature segment is never
- * touched. A segment that does not decode is simply left out. Decoded only
- * for the lines the rate limit lets through, and a token is never longer
- * than the request headers fastify accepts.
+ * Only the header's kid/alg/typ and the payload's iss/aud/azp/sub/exp/iat, decoded by hand; never
+ * the signature. Only for lines the rate limit lets through; fastify bounds a token's length.
  */
 export function describeTokenForLog(token: string): {
   header?: Record<string, unknown>

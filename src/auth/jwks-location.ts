@@ -12,11 +12,7 @@ export async function locateJwks(
   const advertised = await fetchProviderJson(discoveryDocumentUrl, (json) =>
     readJwksUri(discoveryDocumentUrl, json),
   )
-  return rewriteToDiscoveryOrigin({
-    issuer: oidc.issuer,
-    discoveryUrl: oidc.discoveryUrl,
-    jwksUri: advertised,
-  })
+  return rewriteToDiscoveryOrigin({ ...oidc, jwksUri: advertised })
 }
 
 function readJwksUri(documentUrl: string, json: unknown): string {
@@ -32,11 +28,8 @@ function readJwksUri(documentUrl: string, json: unknown): string {
 }
 
 /**
- * In a cluster the provider advertises its public addresses, which the pods
- * often cannot reach; the discovery URL is the address they can. So when the
- * discovery URL is on another origin than the issuer and `jwks_uri` points at
- * the issuer's origin, the same path and query are fetched from the discovery
- * origin. Any other `jwks_uri` is used as advertised.
+ * Pods often cannot reach the public addresses a provider advertises, but can reach the discovery
+ * URL: a `jwks_uri` on the issuer's origin is fetched from the discovery origin when that differs.
  */
 export function rewriteToDiscoveryOrigin(options: {
   issuer: string

@@ -9,10 +9,7 @@ import { createProviderFetch } from './provider-fetch.js'
 /** One fetched key set, immutable; a refresh replaces it whole. */
 export interface KeySet {
   readonly resolveKey: JWTVerifyGetKey
-  /**
-   * kid (`''` for keys without one) -> fingerprint of the key material, so a
-   * refresh can tell which keys left the set or changed under the same kid.
-   */
+  /** kid (`''` if none) -> fingerprint of its key material: a refresh sees what left or changed. */
   readonly fingerprints: ReadonlyMap<string, string>
   readonly fetchedAtMs: number
 }
@@ -21,9 +18,8 @@ export interface KeyStore {
   /** The current key set, fetched on first use; throws KeyFetchError only while no set was ever fetched. */
   load(): Promise<KeySet>
   /**
-   * A fresh key set after an unknown kid, or null when the cooldown forbids
-   * a fetch; throws KeyFetchError when the provider cannot be reached, so the
-   * caller answers 503 (keys unavailable) rather than 401 (unknown kid).
+   * A fresh set after an unknown kid, or null when the cooldown forbids a fetch; throws
+   * KeyFetchError if the provider is unreachable: 503 (keys unavailable), not 401 (unknown kid).
    */
   refetchForUnknownKid(): Promise<KeySet | null>
   /** Starts a background refresh once the set is older than the max age; never throws, never waits. */
@@ -33,17 +29,12 @@ export interface KeyStore {
 }
 
 /**
- * While the provider is down and no key set was ever fetched, every request
- * would otherwise start a fetch: one attempt a second is enough to notice its
- * return, and the requests in between fail fast with keys_unavailable.
+ * While the provider is down and no set was ever fetched, each request would start a fetch: one
+ * attempt a second notices its return; the requests in between fail fast with keys_unavailable.
  */
 const RETRY_AFTER_FAILURE_MS = 1_000
 
-/**
- * Our own store instead of jose's createRemoteJWKSet, which throws once its
- * cache is older than its max age and the provider is down: here the last
- * good set stays in use for as long as re-fetches fail.
- */
+/** Unlike jose's createRemoteJWKSet, keeps the last good set in use for as long as fetches fail. */
 export function createKeyStore(options: {
   oidc: OidcConfig
   fetchImpl: typeof fetch

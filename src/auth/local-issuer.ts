@@ -9,10 +9,7 @@ export const LOCAL_AUDIENCE = 'shell-data'
 /** ES256: small tokens, fast to sign and verify, and asymmetric like a real provider's. */
 const ALGORITHM = 'ES256'
 const KEY_FILE = 'local-issuer-key.json'
-/**
- * The issuer of the local service that started last from this clone, so
- * that `shell-data token` signs for it whatever PORT and HOST it was given.
- */
+/** The last started local service's issuer: `shell-data token` signs for it, whatever its PORT. */
 const ISSUER_RECORD = 'local-issuer.json'
 /** Path of the JWKS below the issuer, shaped like Keycloak's so local mode looks like production. */
 export const LOCAL_JWKS_PATH = '/protocol/openid-connect/certs'

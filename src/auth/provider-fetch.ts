@@ -9,11 +9,7 @@ const MAX_BODY_CHARS = 1_000_000
 /** Fetches one JSON document from the identity provider and reads it with `parse`. */
 export type FetchProviderJson = <T>(url: string, parse: (json: unknown) => T) => Promise<T>
 
-/**
- * Every call is one `shell_jwks_fetches_total` count: `success` only when the
- * document arrived and `parse` accepted it, so a provider serving garbage shows
- * as errors, not as healthy fetches.
- */
+/** One `shell_jwks_fetches_total` count per call; `success` only once `parse` took the document. */
 export function createProviderFetch(options: {
   fetchImpl: typeof fetch
   metrics: Metrics

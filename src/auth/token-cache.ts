@@ -17,11 +17,9 @@ export interface TokenCache<Caller> {
 }
 
 /**
- * Characters at the end of a token that key the cache: the end of its
- * signature (an RS256 signature has 342 characters, ES256 86), so 43 of them
- * (256 bits) tell tokens apart. A map keyed by the whole token (a KiB or
- * more) would hash every request's fresh header string in full; this key
- * costs a short hash and one string comparison.
+ * Characters at the end of a token that key the cache: the end of its signature (RS256 has 342
+ * characters, ES256 86), so 43 (256 bits) tell tokens apart. A whole-token key (a KiB or more)
+ * would hash each request's fresh header string in full; this costs a short hash and one compare.
  */
 const KEY_CHARS = 43
 
@@ -31,18 +29,16 @@ function cacheKeyOf(token: string): string {
 }
 
 /**
- * A hit is the very same token (the entry holds it whole), so two tokens that
- * end alike (not expected, but never trusted) are never taken for each other:
- * they take turns in the entry, each verified again once the other replaced it.
+ * A hit is the very same token (the entry holds it whole): two tokens that end alike (not
+ * expected, never trusted) take turns in the entry, each verified again once the other replaced it.
  */
 export function createTokenCache<Caller extends { readonly expiresAtMs: number }>(options: {
   max: number
   now: () => number
 }): TokenCache<Caller> {
   const { now } = options
-  // No TTL in the cache itself: `get` checks exp on its own clock, which spares the cache a
-  // clock reading and an age update on every hit; an expired entry goes when it is next
-  // asked for, or when the least recently used ones make room.
+  // No TTL in the cache: `get` checks exp on its own clock, sparing a clock reading and an age
+  // update per hit; an expired entry goes when next asked for or when the LRU makes room.
   const cache = new LRUCache<string, CacheEntry<Caller>>({ max: options.max })
   return {
     get(token) {

@@ -8,11 +8,7 @@ export function isBase64urlSegment(segment: string | undefined): segment is stri
   return segment !== undefined && BASE64URL.test(segment)
 }
 
-/**
- * Decodes a header or payload segment defensively: anything that is not
- * base64url of a JSON object gives undefined instead of throwing, so callers
- * can use it on hostile input (diagnostics, cheap pre-checks).
- */
+/** Base64url of a JSON object, or undefined (never throws), so it is safe on hostile input. */
 export function decodeJsonSegment(segment: string | undefined): JsonObject | undefined {
   if (!isBase64urlSegment(segment)) return undefined
   try {

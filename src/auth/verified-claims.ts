@@ -29,11 +29,9 @@ export function readVerifiedClaims(
 }
 
 /**
- * The union of the string arrays at the roles paths (`realm_access.roles` by
- * default; Keycloak puts a client's roles under `resource_access.<client>.roles`).
- * A path that is missing, or leads to something other than an array, adds no
- * roles rather than refusing the token: a user without roles still sees the
- * items that need none. Sorted, because the role-set key is built from them.
+ * The union of the string arrays at the roles paths. A path that is missing or leads to no array
+ * adds no roles rather than refusing the token: a user without roles still sees what needs none.
+ * Sorted, because the role-set key is built from them.
  */
 export function readRoles(payload: JWTPayload, rolesPaths: readonly ClaimPath[]): string[] {
   const roles = new Set<string>()

@@ -17,36 +17,13 @@ import { readVerifiedClaims, type VerifiedClaims } from './verified-claims.js'
 export { AuthError } from './errors.js'
 
 export interface TokenVerifier<Caller> {
-  /**
-   * The token's caller: from the cache when the token was verified before
-   * (counts a hit), else verified now (counts a miss and the verification's
-   * result). Rejects with AuthError only.
-   */
+  /** The caller, cached or verified now (hit or miss counted); rejects with AuthError only. */
   authenticate(token: string): Promise<Caller>
   /** Stops timers and aborts key fetches in flight. */
   close(): void
 }
 
-export interface TokenVerifierOptions<Caller> {
-  oidc: OidcConfig
-  /**
-   * What the request path keeps of a verified token: made once per token
-   * from its claims, and cached with it for as long as the token is.
-   */
-  toCaller: (claims: VerifiedClaims) => Caller
-  cacheMax: number
-  failureLog: boolean
-  logger: Logger
-  metrics: Metrics
-  fetchImpl?: typeof fetch
-  /** Milliseconds since the epoch; injectable so tests can move past exp, cooldowns and max ages without sleeping. */
-  now?: () => number
-}
-
-/**
- * Asymmetric algorithms only: `none` carries no signature, and an `HS*` token
- * would be checked with a public key as its shared secret.
- */
+/** Asymmetric only: `none` has no signature, and `HS*` would use a public key as shared secret. */
 const ALGORITHMS: readonly string[] = [
   'RS256',
   'RS384',
@@ -60,9 +37,8 @@ const ALGORITHMS: readonly string[] = [
   'EdDSA',
 ]
 /**
- * Tokens over 8 KiB are refused before any parsing: real access tokens are a
- * few KiB even with many roles, and parsing attacker-sized input costs CPU.
- * Characters, not bytes: a token is ASCII, and anything else fails anyway.
+ * Tokens over 8 KiB are refused unparsed: real access tokens are a few KiB even with many roles,
+ * and parsing attacker-sized input costs CPU. Characters, not bytes: a token is ASCII (or fails).
  */
 const MAX_TOKEN_CHARS = 8 * 1024
 /** Header `typ` may also be absent; media-type spellings are equivalent (RFC 7515 section 4.1.9). */
@@ -75,9 +51,18 @@ const ACCEPTED_HEADER_TYPES: ReadonlySet<string> = new Set([
 /** Keycloak marks access tokens `Bearer`; ID tokens say `ID` and refresh tokens `Refresh`. */
 const ACCESS_TOKEN_TYPE = 'Bearer'
 
-export function createTokenVerifier<Caller extends { readonly expiresAtMs: number }>(
-  options: TokenVerifierOptions<Caller>,
-): TokenVerifier<Caller> {
+export function createTokenVerifier<Caller extends { readonly expiresAtMs: number }>(options: {
+  oidc: OidcConfig
+  /** What the request path keeps of a verified token: made once per token, cached with it. */
+  toCaller: (claims: VerifiedClaims) => Caller
+  cacheMax: number
+  failureLog: boolean
+  logger: Logger
+  metrics: Metrics
+  fetchImpl?: typeof fetch
+  /** Milliseconds since the epoch; injectable so tests can move past exp, cooldowns and max ages without sleeping. */
+  now?: () => number
+}): TokenVerifier<Caller> {
   const { oidc, metrics, toCaller } = options
   const now = options.now ?? Date.now
   const logger = options.logger.child({ component: 'auth' })
@@ -123,10 +108,9 @@ export function createTokenVerifier<Caller extends { readonly expiresAtMs: numbe
       if (isStillTrusted(keyStore.current(), keySet, kid)) cache.remember(token, caller, kid)
       return caller
     } catch (error) {
-      // A payload that is no JSON object is malformed whatever else is wrong, keys unavailable
-      // included (a 401, not a 503). Decoded only on this failure path, so a good token's payload
-      // is parsed once, by jose; the price: such a token reaches the key store (which rate-limits
-      // its fetches) before it is refused.
+      // A payload that is no JSON object is malformed whatever else is wrong (a 401, even with keys
+      // unavailable). Decoded only on failure, so a good token's payload is parsed once, by jose;
+      // the price: such a token reaches the key store (which rate-limits fetches) before refusal.
       throw decodeJsonSegment(payloadSegment) === undefined ? malformedPayload() : error
     }
   }
@@ -174,11 +158,7 @@ function buildVerifyOptions(oidc: OidcConfig): Readonly<JWTVerifyOptions> {
   })
 }
 
-/**
- * The first refusals: an oversized token (never parsed further), then one
- * that is not three segments with a JSON header. Decodes the header only:
- * the payload is jose's to parse, and decoded here only when verification fails.
- */
+/** Refuses an oversized token (never parsed), then one without 3 segments and a JSON header. */
 function readHeader(token: string): { header: JsonObject; payload: string | undefined } {
   if (token.length > MAX_TOKEN_CHARS) {
     throw new AuthError('malformed', 'token larger than 8 KiB', {
@@ -192,10 +172,7 @@ function readHeader(token: string): { header: JsonObject; payload: string | unde
   return { header, payload: segments.payload }
 }
 
-/**
- * Refuses what needs no key before the key set is touched, so `none` and
- * `HS*` tokens are a 401 even while the provider is down. Returns the kid.
- */
+/** Refuses what needs no key first: `none` and `HS*` are a 401 even while the provider is down. */
 function checkHeader(header: JsonObject): string | undefined {
   if (typeof header.alg !== 'string') {
     throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid')
@@ -265,10 +242,7 @@ function checkAccessTokenClaims(
   }
 }
 
-/**
- * A refresh may have removed the key while this token was being verified;
- * caching it then would outlive the drop that the refresh already did.
- */
+/** A refresh may have removed the key meanwhile; caching the token would outlive that drop. */
 function isStillTrusted(
   current: KeySet | undefined,
   used: KeySet,

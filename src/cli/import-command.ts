@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { importDefinitions, planImport } from '../definitions/import-definitions.js'
 import type { AppPlan } from '../definitions/plan-app-change.js'
 import { DefinitionsError, readDefinitionFiles } from '../definitions/read-definition-files.js'
-import type { CommandContext } from './command-context.js'
+import { type CommandContext, fail } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runImport(args: string[], context: CommandContext): Promise<number> {
@@ -18,20 +18,15 @@ export async function runImport(args: string[], context: CommandContext): Promis
     dryRun = parsed.values['dry-run'] === true
     files = parsed.positionals
   } catch (error) {
-    process.stderr.write(`shell-data import: ${(error as Error).message}\n`)
-    return 1
+    return fail('import', (error as Error).message)
   }
-  if (files.length === 0) {
-    process.stderr.write('shell-data import: name one or more definition files\n')
-    return 1
-  }
+  if (files.length === 0) return fail('import', 'name one or more definition files')
   let apps: Awaited<ReturnType<typeof readDefinitionFiles>>
   try {
     apps = await readDefinitionFiles(files)
   } catch (error) {
     if (!(error instanceof DefinitionsError)) throw error
-    process.stderr.write(`shell-data import: nothing written, ${error.message}\n`)
-    return 1
+    return fail('import', `nothing written, ${error.message}`)
   }
   if (dryRun) {
     const plans = await withDatabase(context, (sql) => planImport(sql, apps))

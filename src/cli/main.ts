@@ -1,11 +1,7 @@
 #!/usr/bin/env node
-/**
- * `shell-data`: the operator's commands (README, commands). Each prints
- * its result on stdout, problems on stderr, and exits 1 on failure.
- */
+/** `shell-data`: operator commands (README, commands); results on stdout, problems on stderr. */
 import pino from 'pino'
-import { type Config, loadConfig } from '../config/config.js'
-import { ConfigError } from '../config/variables.js'
+import { loadConfig } from '../config/config.js'
 import { isEmbeddedPostgresInstalled } from '../embedded/embedded.js'
 import type { CommandContext } from './command-context.js'
 import { runExport } from './export-command.js'
@@ -40,16 +36,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`shell-data: unknown command "${name}"\n${USAGE}\n`)
     return 1
   }
-  let config: Config
-  try {
-    config = loadConfig(process.env, { databaseUrlRequired: !isEmbeddedPostgresInstalled() })
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`shell-data: ${error.message}\n`)
-      return 1
-    }
-    throw error
-  }
+  // A ConfigError goes to the handler at the end, like any other failure: one line, exit 1.
+  const config = loadConfig(process.env, { databaseUrlRequired: !isEmbeddedPostgresInstalled() })
   // The CLI speaks on stdout; its log (embedded PostgreSQL, migrations) goes to stderr and
   // stays at warn unless LOG_LEVEL asks for more, read as the service reads it (empty: unset).
   const level = process.env.LOG_LEVEL?.trim() ? config.logLevel : 'warn'

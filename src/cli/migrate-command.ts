@@ -1,12 +1,9 @@
 import { migrateDatabase } from '../db/migrate.js'
-import type { CommandContext } from './command-context.js'
+import { type CommandContext, fail } from './command-context.js'
 import { withDatabase } from './with-database.js'
 
 export async function runMigrate(args: string[], context: CommandContext): Promise<number> {
-  if (args.length > 0) {
-    process.stderr.write('shell-data migrate: takes no arguments\n')
-    return 1
-  }
+  if (args.length > 0) return fail('migrate', 'takes no arguments')
   const result = await withDatabase(
     context,
     (sql) => migrateDatabase(sql, { logger: context.logger }),

@@ -6,19 +6,18 @@ import {
   readRecordedLocalIssuer,
 } from '../auth/local-issuer.js'
 import { LOCAL_DATA_DIR } from '../embedded/locate-database.js'
-import type { CommandContext } from './command-context.js'
+import { type CommandContext, fail } from './command-context.js'
 
 /**
- * Local mode only: prints a token signed by the local issuer, for the local
- * service of this clone: the one at HOST and PORT when either is set, else
- * the one that started last (it records its issuer under `.data/`).
+ * Local mode only: prints a token the local issuer signed for this clone's local service: the one
+ * at HOST and PORT when either is set, else the one that started last (recorded under `.data/`).
  */
 export async function runToken(args: string[], context: CommandContext): Promise<number> {
   if (context.config.oidc !== null) {
-    process.stderr.write(
-      'shell-data token: local mode only; with OIDC_ISSUER set, get tokens from your identity provider\n',
+    return fail(
+      'token',
+      'local mode only; with OIDC_ISSUER set, get tokens from your identity provider',
     )
-    return 1
   }
   let values: Partial<Record<'sub' | 'roles' | 'ttl' | 'username' | 'name' | 'email', string>>
   try {
@@ -36,15 +35,11 @@ export async function runToken(args: string[], context: CommandContext): Promise
       allowPositionals: false,
     }))
   } catch (error) {
-    process.stderr.write(`shell-data token: ${(error as Error).message}\n`)
-    return 1
+    return fail('token', (error as Error).message)
   }
   const ttlSeconds = parseTtl(values.ttl ?? '1h')
   if (ttlSeconds === null) {
-    process.stderr.write(
-      `shell-data token: --ttl "${values.ttl}" is not a duration like 90s, 30m, 1h or 2d\n`,
-    )
-    return 1
+    return fail('token', `--ttl "${values.ttl}" is not a duration like 90s, 30m, 1h or 2d`)
   }
   const roles = [...new Set((values.roles ?? '').split(',').map((role) => role.trim()))].filter(
     (role) => role !== '',

@@ -7,10 +7,9 @@ import type { CommandContext } from './command-context.js'
 const MISSING_SCHEMA_CODES: ReadonlySet<string> = new Set(['42P01', '3F000'])
 
 /**
- * Runs `work` with a pool on the configured database (the embedded one when
- * DATABASE_URL is unset, migrated first since it is ours), and closes
- * everything afterwards, whatever happens. `primary`: FEED_DATABASE_URL when
- * it is set, where migrations go (DATABASE_URL may name a read-only standby).
+ * Runs `work` with a pool on the configured database (the embedded one, migrated first since it is
+ * ours, when DATABASE_URL is unset) and closes everything afterwards, whatever happens. `primary`:
+ * FEED_DATABASE_URL when set, where migrations go (DATABASE_URL may name a read-only standby).
  */
 export async function withDatabase<T>(
   context: CommandContext,

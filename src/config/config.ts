@@ -15,7 +15,6 @@ import {
 
 /** pino's levels, and `silent`. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
-export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** A dot path into a token payload, split into its steps: `realm_access.roles` → `realm_access`, `roles`. */
 export type ClaimPath = readonly string[]
@@ -32,10 +31,7 @@ export interface OidcConfig {
   readonly discoveryUrl: string
   /** Explicit JWKS address; when set, discovery is skipped. */
   readonly jwksUrl: string | null
-  /**
-   * Where the caller's roles are in the token payload: dot paths split into
-   * their steps once at start. The roles are the union of the arrays found.
-   */
+  /** Dot paths to the caller's roles in the payload, split at start; the roles are their union. */
   readonly rolesPaths: readonly ClaimPath[]
   /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
   readonly clockToleranceS: number
@@ -56,11 +52,7 @@ export interface Config {
   readonly feedDatabaseUrl: string | null
   /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
   readonly migrate: 'auto' | 'off'
-  /**
-   * Seconds the instance goes on serving after SIGTERM, with /readyz at 503,
-   * before it drains: the time a load balancer or Kubernetes' endpoints take
-   * to stop sending it requests. 0: drain at once.
-   */
+  /** Seconds served after SIGTERM (/readyz 503) while load balancers stop sending; 0: drain now. */
   readonly shutdownDelayS: number
   /** Null in local mode, where the service is its own issuer. */
   readonly oidc: OidcConfig | null
@@ -68,32 +60,22 @@ export interface Config {
   readonly authFailureLog: boolean
   /** Verified tokens kept in memory, so repeat callers skip signature checks. */
   readonly tokenCacheMax: number
-  readonly logLevel: LogLevel
+  readonly logLevel: (typeof LOG_LEVELS)[number]
   /** One log line per request; off by default because it halves throughput. */
   readonly logRequests: boolean
-  /**
-   * Origins whose pages may call the API from a browser, as browsers write
-   * them in `Origin` (lowercase scheme and host, no default port); empty: no
-   * CORS at all.
-   */
+  /** Origins (as browsers write `Origin`) whose pages may call the API; empty: no CORS at all. */
   readonly corsOrigins: readonly string[]
   /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
   readonly eventStreamsMax: number
 }
 
-/** What the installation, not the environment, decides about the settings. */
-export interface Installation {
-  /**
-   * No embedded PostgreSQL is installed (the production file set, the Docker
-   * image): DATABASE_URL cannot be left unset.
-   */
-  readonly databaseUrlRequired: boolean
-}
-
-/** Reads and checks every setting once; throws ConfigError naming the first bad variable. */
+/**
+ * Reads and checks every setting once; throws ConfigError naming the first bad variable.
+ * `databaseUrlRequired`: no embedded PostgreSQL is installed (production files, Docker image).
+ */
 export function loadConfig(
   env: Env = process.env,
-  installation: Installation = { databaseUrlRequired: false },
+  installation: { readonly databaseUrlRequired: boolean } = { databaseUrlRequired: false },
 ): Config {
   const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
   // First: in the Docker image, which has no PostgreSQL binaries, this is the mistake to name.
@@ -158,11 +140,7 @@ function readOidc(env: Env, issuer: string): OidcConfig {
 /** The timings a provider gets unless told otherwise, the local issuer included. */
 const OIDC_DEFAULTS = { clockToleranceS: 30, jwksCooldownS: 30, jwksMaxAgeS: 600 } as const
 
-/**
- * Local mode: the service's own issuer, verified through the same code path
- * as a real provider (discovery, then the JWKS over HTTP), with its roles
- * where a Keycloak realm puts them.
- */
+/** Local mode: the service's own issuer, verified like a real provider (discovery, then JWKS). */
 export function localOidcConfig(issuer: string, audience: string): OidcConfig {
   return Object.freeze({
     issuer,

@@ -1,15 +1,6 @@
-/**
- * The environment side of the configuration: the variables the service
- * reads, and how one value is read and checked. A bad value is a ConfigError
- * that names its variable; what the values mean together is config.ts's.
- */
+/** The environment side of the configuration: which variables, and how one is read and checked. */
 
-/**
- * Every environment variable the service reads: the one list that the README,
- * the operator guide, the test harness (which scrubs them from a child's
- * environment) and the benchmark derive from or are checked against. The
- * readers below take only these names.
- */
+/** Every variable the service reads; README, operator guide, tests and bench check against it. */
 export const CONFIG_VARIABLES = [
   'PORT',
   'HOST',
@@ -127,9 +118,8 @@ export function readOrigins(env: Env, name: ConfigVariable): readonly string[] {
 }
 
 /**
- * One origin, serialized the way browsers send `Origin` (scheme and host
- * lowercased, a default port dropped, an international name in punycode), so
- * that `https://Portal.Example.com:443` in the configuration matches what a
+ * One origin, serialized as browsers send `Origin` (scheme and host lowercased, a default port
+ * dropped, an international name in punycode), so `https://Portal.Example.com:443` matches what a
  * browser sends and the per-request check stays an exact string look-up.
  */
 function readOrigin(name: ConfigVariable, entry: string): string {
