@@ -14,10 +14,8 @@ import {
 } from '../domain/vocabulary.js'
 import { formatInstant } from './instants.js'
 import { planAppChange } from './plan-app-change.js'
-import { sortLabels } from './sort-labels.js'
 import type { AppDefinition, BrandingDefinition, ItemDefinition } from './types.js'
-
-type Queryable = postgres.TransactionSql
+import { sortLabels } from './validate-definitions.js'
 
 /** A menu item row with its granted roles, sorted, and its labels in other locales. */
 type ItemWithRoles = MenuItemRow & {
@@ -32,11 +30,7 @@ export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<App
   )
 }
 
-/**
- * The stored definitions of the given apps, by key (an app not stored is
- * absent), read in one read-only snapshot. No advisory lock, no row lock: a
- * dry run neither waits for an import nor holds one up.
- */
+/** Stored apps by key, in one lock-free read-only snapshot: a dry run and an import never wait. */
 export async function readAppDefinitionsByKey(
   sql: Sql,
   keys: readonly string[],
@@ -52,7 +46,7 @@ export async function readAppDefinitionsByKey(
 }
 
 async function readAppDefinitionsIn(
-  sql: Queryable,
+  sql: postgres.TransactionSql,
   appKey: string | null,
 ): Promise<AppDefinition[]> {
   const apps = await sql<AppRow[]>`
@@ -112,12 +106,7 @@ function buildMenus(rows: readonly ItemWithRoles[]): AppDefinition['menus'] {
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged'
 
-/**
- * Applies one app in one transaction: the app, its branding and its menus are
- * replaced whole. An app whose plan says unchanged is left alone, so that
- * export then import writes nothing and wakes no instance; deciding by the
- * plan keeps a dry run's word and the import's deed the same.
- */
+/** Applies one app whole in a transaction; an unchanged plan writes nothing, waking no instance. */
 export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<ApplyOutcome> {
   return sql.begin(async (tx) => {
     // Serializes concurrent imports of the same app; the row may not exist yet.
@@ -154,7 +143,7 @@ export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<
 }
 
 async function insertItems(
-  tx: Queryable,
+  tx: postgres.TransactionSql,
   appKey: string,
   zone: Zone,
   items: readonly ItemDefinition[],
@@ -181,12 +170,10 @@ async function insertItems(
       )}
       returning id`
     if (row === undefined) throw new Error(`insert of menu item ${item.id} returned no id`)
-    if (item.roles.length > 0) {
-      const grants = item.roles.map((role) =>
-        columnValues(GRANT_COLUMNS, { menuItemId: row.id, role }),
-      )
-      await tx`insert into shell.menu_role_grants ${tx(grants)}`
-    }
+    const grants = item.roles.map((role) =>
+      columnValues(GRANT_COLUMNS, { menuItemId: row.id, role }),
+    )
+    if (grants.length > 0) await tx`insert into shell.menu_role_grants ${tx(grants)}`
     const labels = Object.entries(item.labels).map(([locale, label]) =>
       columnValues(LABEL_COLUMNS, { menuItemId: row.id, locale, label }),
     )

@@ -1,11 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { compareCodeUnits } from '../domain/vocabulary.js'
 
-/**
- * Values as a dry run prints them to a person reviewing a change: text
- * JSON-quoted, so that a value with a comma, an arrow or a line break cannot
- * be mistaken for the words around it; an absent value spelled out.
- */
+/** Values as a dry run prints them: text JSON-quoted so it cannot blur into the words around it. */
 
 /** Says how to print each field of T, so that a field added to T is not forgotten by a diff. */
 export type Describers<T> = { readonly [K in keyof T]-?: (value: T[K]) => string }
@@ -49,10 +45,7 @@ export function describeFieldChanges<T>(describers: Describers<T>, from: T, to: 
   return changes
 }
 
-/**
- * `field value` for each field, as a new app, branding or item is listed,
- * leaving out the fields that hold their default.
- */
+/** `field value` for each field not at its default, as a new app, branding or item is listed. */
 export function describeFields<T>(
   describers: Describers<T>,
   value: T,
@@ -66,10 +59,7 @@ export function describeFields<T>(
     .map((field) => `${field} ${describers[field](value[field])}`)
 }
 
-/**
- * Each key of a map (an item's labels, a theme) whose value differs, keys
- * sorted: `de "Interessenten" → "Leads"`, `fr (none) → "Prospects"`.
- */
+/** Each key of a map (labels, a theme) whose value differs, sorted: `fr (none) → "Prospects"`. */
 export function describeEntryChanges(
   from: Readonly<Record<string, unknown>>,
   to: Readonly<Record<string, unknown>>,

@@ -16,17 +16,10 @@ interface PlacedItem {
   readonly zone: Zone
   /** The parent's id; null at the top of the zone. */
   readonly parent: string | null
-  /** Index among its siblings. */
   readonly position: number
 }
 
-/**
- * The item fields compared one by one. Typed over every field of an item but
- * those handled apart (the id is the item's identity, children are their
- * own items, labels are compared per language), so that a new field fails to
- * compile here instead of being silently left out of the plan, and with it
- * out of the import.
- */
+/** Every item field but the id (its identity), children and labels (compared apart). */
 const ITEM_FIELDS: Describers<Omit<ItemDefinition, 'id' | 'children' | 'labels'>> = {
   kind: (kind) => kind,
   label: describeText,
@@ -51,10 +44,8 @@ const ITEM_DEFAULTS: Partial<ItemDefinition> = {
 }
 
 /**
- * One line per difference between two apps' menus, items in menu order
- * (zones in their order, each item followed by its children), removed items
- * last: `+ item id (place): fields`, `~ item id: field old → new`,
- * `- item id (place): label`.
+ * One line per difference, in menu order, removed items last (README, "Command line"):
+ * `+ item id (place): fields`, `~ item id: field old → new`, `- item id (place): label`.
  */
 export function diffMenuItems(
   stored: AppDefinition['menus'],
@@ -112,12 +103,7 @@ function describeNewItem(item: ItemDefinition): string {
   return fields.join(', ')
 }
 
-/**
- * Where it is, then its fields. An item that stays in the same list has its
- * position reported only when its order relative to the siblings it keeps
- * has changed: an item added or removed above it shifts its index, but that
- * is the other item's line, not a change of this one.
- */
+/** Where it is, then its fields; a position only when reordered (README, "Command line"). */
 function describeItemChanges(
   previous: PlacedItem,
   placed: PlacedItem,
@@ -139,13 +125,7 @@ function describeItemChanges(
   return changes
 }
 
-/**
- * Ids of the items whose order among the siblings they keep has changed: per
- * list, the items it holds before and after, in their new order; the largest
- * set of them whose old positions still increase stayed in order, the rest
- * moved. So moving one item names that item alone, not every sibling whose
- * index it shifted.
- */
+/** Ids of items whose order among the siblings they keep changed: all but a longest ordered run. */
 function findReorderedItems(
   before: ReadonlyMap<string, PlacedItem>,
   after: readonly PlacedItem[],
@@ -169,16 +149,16 @@ function findReorderedItems(
   return reordered
 }
 
+/** The run ending at an index: its length, how many of it keep their index, the index before. */
+type Run = { length: number; kept: number; previous: number }
+
 /**
- * Given [old, new] positions in new order, the indexes of a longest run whose
- * old positions increase. Among runs as long, the one keeping most items at
- * their old index: reversing three items moves the outer two, and the middle
- * one, still second, is not reported as moved from 1 to 1. Quadratic, which
- * sibling lists, a screen long, afford.
+ * Given [old, new] positions in new order, the indexes of a longest run whose old positions
+ * increase; among runs as long, the one keeping most items at their old index (reversing three
+ * items moves the outer two, not the middle one from 1 to 1). Quadratic: lists are a screen long.
  */
 function findItemsInOrder(positions: readonly (readonly [number, number])[]): Set<number> {
-  // For the run ending at each index: its length, how many of it keep their index, where it came from.
-  const runs: { length: number; kept: number; previous: number }[] = []
+  const runs: Run[] = []
   positions.forEach(([old, now], i) => {
     const own = old === now ? 1 : 0
     let best = { length: 1, kept: own, previous: -1 }
@@ -201,9 +181,6 @@ function findItemsInOrder(positions: readonly (readonly [number, number])[]): Se
   return inOrder
 }
 
-function isLongerRun(
-  run: { length: number; kept: number },
-  other: { length: number; kept: number },
-): boolean {
+function isLongerRun(run: Run, other: Run): boolean {
   return run.length > other.length || (run.length === other.length && run.kept > other.kept)
 }

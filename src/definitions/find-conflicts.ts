@@ -3,10 +3,7 @@ import { parseInstant } from './instants.js'
 import { formatKey } from './json-path.js'
 import type { DefinitionProblem } from './types.js'
 
-/**
- * What a schema cannot say, checked on the document as read, valid or not,
- * so that every problem of a file is reported at once, with its path.
- */
+/** What a schema cannot say, checked on the file as read, valid or not: every problem at once. */
 
 /** Several files are one import: an app key defined twice is a problem too. */
 export function findDuplicateAppKeys(
@@ -29,6 +26,8 @@ export function findDuplicateAppKeys(
 
 /** A JSON object as read, before or without the schema's blessing. */
 type LooseObject = Readonly<Record<string, unknown>>
+/** `$.apps` entries, each an object or undefined, whatever else the document gets wrong. */
+type LooseApps = readonly (LooseObject | undefined)[]
 
 function asLooseObject(value: unknown): LooseObject | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -40,14 +39,13 @@ function asLooseArray(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : []
 }
 
-/** `$.apps` entries, each an object or undefined, whatever else the document gets wrong. */
-export function readLooseApps(document: unknown): (LooseObject | undefined)[] {
+export function readLooseApps(document: unknown): LooseApps {
   return asLooseArray(asLooseObject(document)?.apps).map(asLooseObject)
 }
 
 /** Every item of every app, as read, with its JSON path, depth first in document order. */
 function forEachLooseItem(
-  apps: readonly (LooseObject | undefined)[],
+  apps: LooseApps,
   visit: (
     item: LooseObject | undefined,
     itemPath: string,
@@ -71,10 +69,7 @@ function forEachLooseItem(
   })
 }
 
-export function findDuplicateItemIds(
-  file: string,
-  apps: readonly (LooseObject | undefined)[],
-): DefinitionProblem[] {
+export function findDuplicateItemIds(file: string, apps: LooseApps): DefinitionProblem[] {
   const problems: DefinitionProblem[] = []
   const seenByApp = new Map<LooseObject, Map<string, string>>()
   forEachLooseItem(apps, (item, itemPath, app, appIndex) => {
@@ -96,15 +91,8 @@ export function findDuplicateItemIds(
   return problems
 }
 
-/**
- * Labels a schema cannot refuse: one in the app's default locale (that
- * language's label is the item's `label`), and two tags of one language
- * (tags compare case-insensitively: `de-CH` and `de-ch`).
- */
-export function findLabelConflicts(
-  file: string,
-  apps: readonly (LooseObject | undefined)[],
-): DefinitionProblem[] {
+/** Labels a schema cannot refuse: one in the default locale (its `label`), or a language twice. */
+export function findLabelConflicts(file: string, apps: LooseApps): DefinitionProblem[] {
   const problems: DefinitionProblem[] = []
   forEachLooseItem(apps, (item, itemPath, app) => {
     const labels = asLooseObject(item?.labels)
@@ -130,14 +118,8 @@ export function findLabelConflicts(
   return problems
 }
 
-/**
- * An item's window: each bound an RFC 3339 date-time with an offset, and
- * `visibleFrom` before `visibleUntil` when both are given.
- */
-export function findBadWindows(
-  file: string,
-  apps: readonly (LooseObject | undefined)[],
-): DefinitionProblem[] {
+/** An item's window: each bound an RFC 3339 date-time with an offset, `visibleFrom` the earlier. */
+export function findBadWindows(file: string, apps: LooseApps): DefinitionProblem[] {
   const problems: DefinitionProblem[] = []
   forEachLooseItem(apps, (item, itemPath) => {
     const readBound = (field: 'visibleFrom' | 'visibleUntil') => {

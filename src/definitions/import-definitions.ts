@@ -26,10 +26,7 @@ export async function importDefinitions(
   return results
 }
 
-/**
- * What importDefinitions would do to each app, by the same plan that it
- * follows, without writing, locking or notifying anything.
- */
+/** What importDefinitions would do to each app, by the same plan, writing and locking nothing. */
 export async function planImport(sql: Sql, apps: readonly AppDefinition[]): Promise<AppPlan[]> {
   const keys = apps.map((app) => app.key)
   const stored = await readAppDefinitionsByKey(sql, keys)

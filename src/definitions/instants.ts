@@ -1,8 +1,4 @@
-/**
- * Instants of an item's window as the definitions file writes them: RFC 3339
- * date-times with an offset (`2026-12-01T00:00:00Z`, `2026-12-01T01:00:00+01:00`).
- * A time without an offset names no instant, so it is refused, not guessed.
- */
+/** Window instants in RFC 3339; a time without an offset names no instant: refused, not guessed. */
 const DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/
 

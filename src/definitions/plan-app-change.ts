@@ -12,19 +12,11 @@ import { formatKey } from './json-path.js'
 import type { AppDefinition, BrandingDefinition } from './types.js'
 import { normalizeBranding } from './validate-definitions.js'
 
-/**
- * What importing one app would do. The import writes exactly when the action
- * is not `unchanged`, and a dry run prints the plan, so the two cannot tell
- * different stories.
- */
+/** What importing one app would do: the import follows it, a dry run prints it, so both agree. */
 export interface AppPlan {
   readonly key: string
   readonly action: 'create' | 'unchanged' | 'change'
-  /**
-   * One line per difference, `+` added, `-` removed, `~` changed: the app's
-   * fields, then its branding, then its items in menu order; empty when
-   * unchanged.
-   */
+  /** One line per difference, as README, "Command line", shows them; empty when unchanged. */
   readonly differences: readonly string[]
 }
 
@@ -46,16 +38,12 @@ const BRANDING_FIELDS: Describers<Omit<BrandingDefinition, 'theme'>> = {
   footerText: describeText,
 }
 
-/** A branding whose every field holds its default: what a new or removed branding's line leaves out. */
+/** Every branding field at its default: what a new or removed branding's line leaves out. */
 const EMPTY_BRANDING = normalizeBranding({})
 
 const NO_MENUS: AppDefinition['menus'] = mapZones(() => [])
 
-/**
- * Compares the stored definition of an app (null when there is none) with the
- * one to import; both normalized, as readAppDefinitions and the file reader
- * give them.
- */
+/** Compares the stored app (null if none) with the one to import, both normalized as read. */
 export function planAppChange(stored: AppDefinition | null, wanted: AppDefinition): AppPlan {
   const differences = [
     ...diffAppFields(stored, wanted),

@@ -7,10 +7,7 @@ import {
   mapZones,
 } from '../domain/vocabulary.js'
 
-/**
- * JSON Schema of the app definitions file: the import format, the export
- * format and `seeds/`. The patterns are the database's.
- */
+/** JSON Schema of the definitions file (import, export, `seeds/`), with the database's patterns. */
 
 const nullableText = { type: ['string', 'null'] } as const
 // `pattern` applies to strings only, so null passes and a bad string gets one clear error.

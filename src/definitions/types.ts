@@ -1,10 +1,7 @@
 import type { BrandingRow } from '../db/read-snapshot-rows.js'
 import type { MenuKind, Zone } from '../domain/vocabulary.js'
 
-/**
- * One app as the import command applies it and the export command prints it,
- * with every default filled in, so two definitions compare by value.
- */
+/** One app as import applies it and export prints it, defaults filled in, to compare by value. */
 export interface AppDefinition {
   readonly key: string
   readonly name: string
@@ -12,7 +9,6 @@ export interface AppDefinition {
   readonly homeUrl: string | null
   /** The language of the items' `label`; a language tag. */
   readonly defaultLocale: string
-  /** Null when the app has no branding row. */
   readonly branding: BrandingDefinition | null
   readonly menus: Readonly<Record<Zone, readonly ItemDefinition[]>>
 }
@@ -44,7 +40,6 @@ export interface ItemDefinition {
   readonly children: readonly ItemDefinition[]
 }
 
-/** One problem of an import file, with where it is. */
 export interface DefinitionProblem {
   readonly file: string
   /** JSONPath of the offending value, e.g. `$.apps[0].menus.sidebar[2].id`. */

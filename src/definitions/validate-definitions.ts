@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv'
-import { DEFAULT_LOCALE, mapZones, type Zone } from '../domain/vocabulary.js'
+import { DEFAULT_LOCALE, mapZones, sortedEntries, type Zone } from '../domain/vocabulary.js'
 import {
   findBadWindows,
   findDuplicateItemIds,
@@ -9,7 +9,6 @@ import {
 import { formatInstant, parseInstant } from './instants.js'
 import { formatKey, pointerToPath } from './json-path.js'
 import { definitionsSchema } from './schema.js'
-import { sortLabels } from './sort-labels.js'
 import type {
   AppDefinition,
   BrandingDefinition,
@@ -29,12 +28,7 @@ export type ParseResult = (
   readonly appKeys: readonly (string | undefined)[]
 }
 
-/**
- * Parses one definitions file and checks all of it: JSON syntax, the schema
- * (every error, not the first), then what a schema cannot say
- * (find-conflicts.ts), also where the schema failed. Returns every problem
- * with its JSON path.
- */
+/** Checks one file whole: JSON, the schema, and find-conflicts.ts even where the schema failed. */
 export function parseDefinitions(text: string, file: string): ParseResult {
   let document: unknown
   try {
@@ -53,7 +47,7 @@ export function parseDefinitions(text: string, file: string): ParseResult {
     : (validateSchema.errors ?? [])
         // Each bad label tag also fails its `propertyNames` wrapper: report it once, as a pattern.
         .filter((error) => error.keyword !== 'propertyNames')
-        .map((error) => describeSchemaError(file, error))
+        .map((error) => ({ file, ...describeSchemaError(error) }))
         // A rollout of 2.5 fails its type twice (integer, null): one line is enough.
         .filter(
           (problem, index, all) =>
@@ -86,7 +80,6 @@ type RawApp = Pick<AppDefinition, 'key' | 'name'> &
   }
 
 function normalizeApp(raw: RawApp): AppDefinition {
-  const menuOf = (zone: Zone) => (raw.menus?.[zone] ?? []).map(normalizeItem)
   return {
     key: raw.key,
     name: raw.name,
@@ -94,7 +87,7 @@ function normalizeApp(raw: RawApp): AppDefinition {
     homeUrl: raw.homeUrl ?? null,
     defaultLocale: raw.defaultLocale ?? DEFAULT_LOCALE,
     branding: raw.branding === undefined ? null : normalizeBranding(raw.branding),
-    menus: mapZones(menuOf),
+    menus: mapZones((zone) => (raw.menus?.[zone] ?? []).map(normalizeItem)),
   }
 }
 
@@ -127,44 +120,41 @@ function normalizeItem(raw: RawItem): ItemDefinition {
   }
 }
 
+/** Labels with their tags in code-unit order, so that two definitions compare by value. */
+export function sortLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(sortedEntries(Object.entries(labels)))
+}
+
 /** In UTC, as export writes it, so that a file and the database compare by value. */
 function normalizeInstant(text: string | null | undefined): string | null {
   const instant = typeof text === 'string' ? parseInstant(text) : null
   return instant === null ? null : formatInstant(instant)
 }
 
-function describeSchemaError(file: string, error: ErrorObject): DefinitionProblem {
+function describeSchemaError(error: ErrorObject): Omit<DefinitionProblem, 'file'> {
   const path = pointerToPath(error.instancePath)
   const keyPath = (key: unknown) => path + formatKey(String(key))
-  if (path.endsWith('.rollout')) {
-    return { file, path, message: 'must be a whole percent from 0 to 100' }
-  }
+  if (path.endsWith('.rollout')) return { path, message: 'must be a whole percent from 0 to 100' }
   switch (error.keyword) {
     case 'required':
-      return { file, path: keyPath(error.params.missingProperty), message: 'is required' }
+      return { path: keyPath(error.params.missingProperty), message: 'is required' }
     case 'additionalProperties':
-      return {
-        file,
-        path: keyPath(error.params.additionalProperty),
-        message: 'is not a known field',
-      }
+      return { path: keyPath(error.params.additionalProperty), message: 'is not a known field' }
     case 'pattern':
       // A key of `labels` that is no language tag: the path names the key.
       if (typeof error.propertyName === 'string') {
         return {
-          file,
           path: keyPath(error.propertyName),
           message: `is not a language tag (must match ${error.params.pattern})`,
         }
       }
-      return { file, path, message: `must match ${error.params.pattern}` }
+      return { path, message: `must match ${error.params.pattern}` }
     case 'enum':
       return {
-        file,
         path,
         message: `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`,
       }
     default:
-      return { file, path, message: error.message ?? error.keyword }
+      return { path, message: error.message ?? error.keyword }
   }
 }

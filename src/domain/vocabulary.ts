@@ -1,8 +1,6 @@
 /**
- * The words of the data model, written once: zones, item kinds, the patterns
- * of keys, colours and language tags, and the columns of each table with the
- * name each has in the code. The database's own checks (sql/) spell the same
- * rules; test/db/schema.test.ts holds them to this module.
+ * The words of the data model, written once: zones, kinds, patterns, tables' columns by field name.
+ * The database's checks (sql/) spell the same rules; test/db/schema.test.ts holds them together.
  */
 
 /** The four zones of the page frame, in the order the response lists them. */
@@ -25,10 +23,7 @@ export const LANGUAGE_TAG_PATTERN = '^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$'
 /** The locale of an app that says nothing else. */
 export const DEFAULT_LOCALE = 'en'
 
-/**
- * Columns the service reads, by the field name rows carry in the code. The
- * database may hold more (`created_at`, `updated_at`), which it keeps itself.
- */
+/** Columns the service reads, by field name; the database keeps others (`created_at`) itself. */
 export const APP_COLUMNS = {
   appKey: 'app_key',
   name: 'name',
@@ -77,16 +72,12 @@ export const LABEL_COLUMNS = {
   label: 'label',
 } as const
 
-/**
- * The bigint columns (identities and references to them): read as decimal
- * strings, whatever the driver's or JSON's way with 64-bit numbers.
- */
+/** The bigint columns, read as decimal strings whatever the driver's or JSON's way with them. */
 export const ID_COLUMNS: ReadonlySet<string> = new Set(['id', 'parent_id', 'menu_item_id'])
 
 /** The timestamptz columns: read as milliseconds since the epoch, whatever the session's time zone. */
 export const INSTANT_COLUMNS: ReadonlySet<string> = new Set(['visible_from', 'visible_until'])
 
-/** A table's columns by field name, as above. */
 export type ColumnMap = Readonly<Record<string, string>>
 
 /** Every table of schema `shell` the service reads, with its columns. */
@@ -98,10 +89,7 @@ export const TABLES = {
   menu_item_labels: LABEL_COLUMNS,
 } as const satisfies Record<string, ColumnMap>
 
-/**
- * The one order of keys, roles and language tags: UTF-16 code units, the same
- * on every instance whatever its locale, as `collate "C"` sorts them in SQL.
- */
+/** Keys, roles and tags in UTF-16 code-unit order, as `collate "C"`, the same on every instance. */
 export function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }

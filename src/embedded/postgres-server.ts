@@ -13,10 +13,7 @@ export const SUPERUSER = 'postgres'
 const START_TIMEOUT_MS = 60_000
 /** A fast shutdown that has not ended after this is cut short. */
 const STOP_TIMEOUT_MS = 15_000
-/**
- * PostgreSQL's own words once it accepts connections (lc_messages is C in the
- * clusters we make); a hot standby says "read-only connections".
- */
+/** PostgreSQL's words once it accepts connections, in English: lc_messages is C in our clusters. */
 const READY_MESSAGE = /database system is ready to accept (read-only )?connections/
 /** The PostgreSQL lines kept to explain a failed start. */
 const KEPT_LOG_LINES = 20
@@ -28,11 +25,7 @@ export interface ClusterOptions {
   readonly logger: Logger
 }
 
-/**
- * Creates a cluster in `dataDir` (made if missing, owned by the user the
- * server runs as) with a password for the superuser; UTF-8 with the C locale,
- * so that a machine's locale settings, present or broken, never matter.
- */
+/** Creates a cluster with a superuser password, UTF-8 in the C locale whatever the machine's. */
 export async function initialiseCluster(
   options: ClusterOptions & { readonly password: string },
 ): Promise<void> {
@@ -77,9 +70,8 @@ export class PortTakenError extends EmbeddedPostgresError {
 }
 
 /**
- * Starts `postgres` on a cluster, on loopback TCP only (no Unix socket, so
- * nothing is written into a shared folder), and resolves once it accepts
- * connections. `settings` are passed as `-c name=value`.
+ * Starts `postgres` on a cluster, on loopback TCP only (no Unix socket, so nothing is written into
+ * a shared folder), and resolves once it accepts connections; `settings` go as `-c name=value`.
  */
 export async function startPostgresServer(
   options: ClusterOptions & {
