@@ -305,21 +305,24 @@ t.test(
   },
 )
 
+/** A feed whose listening connection goes through a TCP proxy while its pool does not. */
+async function startFeedWithProxiedListener(t: Test) {
+  const db = await createTestDatabase(t)
+  await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
+  const { hostname, port } = new URL(db.url)
+  const proxy = await startTcpProxy(hostname, Number(port))
+  t.teardown(() => proxy.close())
+  const { logger, lines } = recordingLogger()
+  const started = startFeed(t, db.sql, proxy.route(db.url), { logger, checkIntervalMs: 200 })
+  await waitFor(async () => (await listeningOf(started.metrics)) === 1, 'listening')
+  await waitFor(() => appNameOf(started.feed) === 'One', 'the first snapshot')
+  return { ...started, db, proxy, lines }
+}
+
 t.test(
   'a silent, half-open listening connection: the check serves the change, then remakes it',
   async (t) => {
-    const db = await createTestDatabase(t)
-    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
-    const { hostname, port } = new URL(db.url)
-    const proxy = await startTcpProxy(hostname, Number(port))
-    t.teardown(() => proxy.close())
-    const { logger, lines } = recordingLogger()
-    const { feed, metrics } = startFeed(t, db.sql, proxy.route(db.url), {
-      logger,
-      checkIntervalMs: 200,
-    })
-    await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
-    await waitFor(() => feed.current() !== undefined, 'the first snapshot')
+    const { db, proxy, feed, metrics, lines } = await startFeedWithProxiedListener(t)
     const [frozen = 0] = await feedBackends(db)
     proxy.freeze()
     await db.sql`update shell.apps set name = 'Two'`
@@ -347,18 +350,7 @@ t.test(
 t.test(
   'a change committed before LISTEN is back, found by a check that LISTEN overtakes: not deafness',
   async (t) => {
-    const db = await createTestDatabase(t)
-    await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
-    const { hostname, port } = new URL(db.url)
-    const proxy = await startTcpProxy(hostname, Number(port))
-    t.teardown(() => proxy.close())
-    const { logger, lines } = recordingLogger()
-    const { feed, metrics } = startFeed(t, db.sql, proxy.route(db.url), {
-      logger,
-      checkIntervalMs: 200,
-    })
-    await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
-    await waitFor(() => appNameOf(feed) === 'One', 'the first snapshot')
+    const { db, proxy, feed, metrics, lines } = await startFeedWithProxiedListener(t)
     // The listening connection is lost and its next one is held being made, as while
     // PostgreSQL restarts; a change is committed meanwhile, which nobody hears.
     proxy.hold()
