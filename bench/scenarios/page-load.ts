@@ -269,7 +269,8 @@ async function loadPages(
       browser.kill('SIGTERM')
       await exited
     }
-    await rm(profile, { recursive: true, force: true })
+    // Chromium's helper processes can still write to the profile as the browser exits.
+    await rm(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 })
   }
   const at = (index: number) => bytesAt[index] ?? { down: Number.NaN, up: Number.NaN }
   const [before = 0, afterFirst = 0, afterLast = 0] = requestsAt
