@@ -1,12 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
-import {
-  type ApiRouteDeps,
-  VARY_BY_CALLER_AND_LANGUAGE,
-  varyHook,
-} from '../http/api-conventions.js'
-import { findAppView, rejectImpossibleAppKey } from '../http/app-lookup.js'
+import type { ApiRouteDeps } from '../http/api-conventions.js'
+import { appShellHooks, findAppView } from '../http/app-lookup.js'
 import { firstHeaderValue } from '../http/header-values.js'
 import { sendProblem } from '../http/problem.js'
 import {
@@ -45,12 +41,7 @@ export function registerEventRoutes(
         ...documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
         timedToHead: true,
       },
-      // The events' tags depend on Accept-Encoding, as a GET's ETag does.
-      onRequest: [
-        varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
-        rejectImpossibleAppKey,
-        deps.authenticate,
-      ],
+      onRequest: appShellHooks(deps),
     },
     (request, reply) => {
       const view = findAppView(snapshots, request, reply)

@@ -1,12 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import {
-  type ApiRouteDeps,
-  JSON_CONTENT_TYPE,
-  PRIVATE_NO_CACHE,
-  VARY_BY_CALLER_AND_LANGUAGE,
-  varyHook,
-} from '../http/api-conventions.js'
-import { findAppView, rejectImpossibleAppKey } from '../http/app-lookup.js'
+import { type ApiRouteDeps, JSON_CONTENT_TYPE, PRIVATE_NO_CACHE } from '../http/api-conventions.js'
+import { appShellHooks, findAppView } from '../http/app-lookup.js'
 import { createLastShells } from '../http/last-shells.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
@@ -44,11 +38,7 @@ export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): v
         response: shellResponses,
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
-      onRequest: [
-        varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
-        rejectImpossibleAppKey,
-        deps.authenticate,
-      ],
+      onRequest: appShellHooks(deps),
     },
     (request, reply) => {
       const view = findAppView(snapshots, request, reply)
