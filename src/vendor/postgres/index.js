@@ -240,23 +240,31 @@ function Postgres(a, b) {
       , prepare = null
       , closedError = null
 
+    // shell-data fix: the close handler reaches the race below only through
+    // rejectClosed, dropped once the race settles; holding the race directly,
+    // the connection held the transaction's result (every row a large read
+    // returned) for as long as it lived.
+    let rejectClosed = null
     try {
-      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute }).execute()
+      await sql.unsafe('begin ' + options.replace(/[^a-z ]/ig, ''), [], { onexecute })
       return await Promise.race([
         scope(connection, fn),
-        new Promise((_, reject) => connection.onclose = e => {
-          // shell-data fix (porsager/postgres#1215, #1155; issues #1216, #1186):
-          // the connection is gone, and the pool will hand the same object to its
-          // next user; queries of this transaction, queued or still to come (its
-          // own ROLLBACK), must fail instead of reaching it.
-          closedError = e
-          while (queries.length)
-            queries.shift().reject(closedError)
-          reject(closedError)
+        new Promise((_, reject) => {
+          rejectClosed = reject
+          connection.onclose = e => {
+            // shell-data fix (porsager/postgres#1215, #1155; issues #1216, #1186):
+            // the connection is gone, and the pool will hand the same object to its
+            // next user; queries of this transaction, queued or still to come (its
+            // own ROLLBACK), must fail instead of reaching it.
+            closedError = e
+            while (queries.length)
+              queries.shift().reject(closedError)
+            rejectClosed && rejectClosed(closedError)
+          }
         })
       ])
-    } catch (error) {
-      throw error
+    } finally {
+      rejectClosed = null
     }
 
     async function scope(c, fn, name) {
