@@ -59,6 +59,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       help: 'Seconds since the snapshot in service was loaded.',
       registers: [registry],
     }),
+    snapshotFromFile: new Gauge({
+      name: 'shell_snapshot_from_file',
+      help: '1 while the snapshot in service is the one this instance started from its file (SNAPSHOT_FILE), the database not reached since, else 0.',
+      registers: [registry],
+    }),
+    snapshotFileWrites: new Counter({
+      name: 'shell_snapshot_file_writes_total',
+      help: 'Writes of the snapshot to SNAPSHOT_FILE, by result.',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
     snapshotReloads: new Counter({
       name: 'shell_snapshot_reloads_total',
       help: 'Snapshot reloads from the database, by result.',
@@ -130,6 +141,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   for (const result of ['success', 'error']) {
     metrics.snapshotReloads.inc({ result }, 0)
     metrics.jwksFetches.inc({ result }, 0)
+    metrics.snapshotFileWrites.inc({ result }, 0)
   }
   for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
   for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
@@ -137,6 +149,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   for (const reason of STREAM_END_REASONS) metrics.eventStreamsEnded.inc({ reason }, 0)
   metrics.eventStreams.set(0)
   metrics.snapshotLoaded.set(0)
+  metrics.snapshotFromFile.set(0)
   metrics.feedListening.set(0)
   return metrics
 }

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
@@ -12,19 +14,22 @@ import {
 import { createTokenVerifier } from './auth/verify-token.js'
 import { type Config, localOidcConfig } from './config/config.js'
 import { hostInUrl } from './config/host-address.js'
-import { computeBackoffMs } from './db/backoff.js'
+import {
+  createPreparation,
+  prepareDatabaseThenFeed,
+  serveStoredUnlessDatabaseAnswers,
+} from './database-preparation.js'
 import { connectDatabase } from './db/connect.js'
-import { databaseErrorFields } from './db/database-errors.js'
-import { MigrationError } from './db/migrate.js'
-import { prepareSchema, type SchemaTargets } from './db/prepare-schema.js'
-import { seedEmptyDatabase } from './definitions/import-definitions.js'
+import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
-import type { Snapshot, SnapshotSource } from './snapshot/types.js'
+import type { Snapshot } from './snapshot/types.js'
+import { readSnapshotFile } from './snapshot-file/read-snapshot-file.js'
+import { startSnapshotFileWriter } from './snapshot-file/snapshot-file-writer.js'
 
 export interface Service {
   readonly app: FastifyInstance
@@ -69,6 +74,7 @@ export async function startService(
   let shuttingDown = false
   try {
     const metrics = options.metrics ?? createMetrics()
+    const dataDir = options.dataDir ?? LOCAL_DATA_DIR
     const location = await locateDatabase(config.databaseUrl, logger)
     releasers.add('database server', () => location.stop())
     const sql = connectDatabase(location.url)
@@ -76,7 +82,6 @@ export async function startService(
 
     // Local mode needs its own address before listening: it is the issuer tokens name.
     const port = config.oidc === null && config.port === 0 ? await findFreePort() : config.port
-    const dataDir = options.dataDir ?? LOCAL_DATA_DIR
     const localIssuer =
       config.oidc === null
         ? await loadLocalIssuer({ dataDir, issuer: localIssuerUrl(config.host, port) })
@@ -93,8 +98,33 @@ export async function startService(
     releasers.add('token verifier', () => verifier.close())
 
     const feedUrl = config.feedDatabaseUrl ?? location.url
-    const feed = createSnapshotFeed({ sql, feedUrl, logger, metrics })
+    const migrations = (await readMigrationFiles()).map((file) => `${file.name} ${file.checksum}`)
+    // Local mode keeps it beside its key pair, so that `npm start` starts from it too.
+    const snapshotFile =
+      config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
+    const stored =
+      snapshotFile === null
+        ? undefined
+        : await readSnapshotFile(snapshotFile, { migrations, logger })
+    const feed = createSnapshotFeed({
+      readUrl: location.url,
+      feedUrl,
+      logger,
+      metrics,
+      ...(stored && { stored: { snapshot: stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
+    })
     releasers.add('snapshot feed', () => feed.close())
+    if (snapshotFile !== null) {
+      const writer = startSnapshotFileWriter({
+        path: snapshotFile,
+        snapshots: feed,
+        migrations,
+        serviceVersion: await readServiceVersion(),
+        logger,
+        metrics,
+      })
+      releasers.add('snapshot file writer', () => writer.close())
+    }
     // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
     // "Migrations"): FEED_DATABASE_URL when it differs. Used at start: closes after 1 min idle.
     const migrationSql =
@@ -125,6 +155,7 @@ export async function startService(
     logger.info({ url }, `listening on ${url}`)
 
     releasers.add('database preparation', () => preparation.abort())
+    if (stored !== undefined) void serveStoredUnlessDatabaseAnswers(sql, feed)
     const started = prepareDatabaseThenFeed({
       config,
       logger,
@@ -179,75 +210,17 @@ export async function startService(
   }
 }
 
-/** For /readyz: the migrations a read-only database lacks, awaited before the feed starts. */
-interface Preparation {
-  readonly signal: AbortSignal
-  /** The feed as /readyz sees it: while the schema is awaited, that is the reason. */
-  explain(feed: SnapshotFeed): SnapshotSource
-  awaitSchema(reason: string | null): void
-  abort(): void
-}
-
-function createPreparation(): Preparation {
-  const controller = new AbortController()
-  let awaited: string | null = null
-  return {
-    signal: controller.signal,
-    explain: (feed) => ({ ...feed, notReadyReason: () => awaited ?? feed.notReadyReason() }),
-    awaitSchema(reason) {
-      awaited = reason
-    },
-    abort: () => controller.abort(),
-  }
-}
-
-/**
- * Migrations (on a read-only database, the check that they are there) and seeds, retried while
- * the database is unreachable or lacks migrations; a broken one is fatal. Closing the service
- * ends the retries and resolves without starting the feed.
- */
-async function prepareDatabaseThenFeed(context: {
-  config: Config
-  logger: Logger
-  sql: ReturnType<typeof connectDatabase>
-  schema: SchemaTargets
-  embedded: boolean
-  feed: SnapshotFeed
-  preparation: Preparation
-}): Promise<void> {
-  const { config, logger, sql, schema, embedded, feed, preparation } = context
-  const { signal } = preparation
-  let lastReason: string | null = null
-  for (let attempt = 1; !signal.aborted; attempt += 1) {
-    const retryInMs = computeBackoffMs(attempt)
-    try {
-      const reason = config.migrate === 'auto' ? await prepareSchema(schema, logger) : null
-      preparation.awaitSchema(reason)
-      if (reason === null) {
-        if (embedded) await seedEmptyDatabase(sql, logger)
-        break
-      }
-      if (reason !== lastReason) logger.warn({ reason }, 'waiting for migrations; checking again')
-      lastReason = reason
-    } catch (error) {
-      if (error instanceof MigrationError) throw error
-      if (signal.aborted) return
-      logger.warn(
-        { ...databaseErrorFields(error), attempt, retryInMs },
-        'database not ready for migrations; retrying',
-      )
-    }
-    await sleep(retryInMs, undefined, { signal }).catch(() => {})
-  }
-  if (lastReason !== null) logger.info('every migration is applied')
-  if (!signal.aborted) feed.start()
+/** package.json's version: the snapshot file names the service that wrote it. */
+async function readServiceVersion(): Promise<string> {
+  const text = await readFile(new URL('../package.json', import.meta.url), 'utf8')
+  return (JSON.parse(text) as { version: string }).version
 }
 
 /** Every role granted anywhere: the demo user sees every item. */
 function collectGrantedRoles(snapshot: Snapshot): string[] {
   const roles = new Set<string>()
   for (const key of snapshot.appKeys)
-    for (const role of snapshot.app(key)?.grantedRoles ?? []) roles.add(role)
+    for (const role of snapshot.grantedRoles(key) ?? []) roles.add(role)
   return [...roles].sort()
 }
 

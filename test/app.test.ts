@@ -37,6 +37,7 @@ const app = buildApp({
   verifier,
   snapshots: {
     current: () => undefined,
+    origin: () => undefined,
     notReadyReason: () => 'test',
     snapshotAgeSeconds: () => null,
     onSwap: () => () => undefined,

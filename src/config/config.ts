@@ -67,6 +67,13 @@ export interface Config {
   readonly corsOrigins: readonly string[]
   /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
   readonly eventStreamsMax: number
+  /**
+   * Where the instance keeps its last snapshot, to start from while the database is down; null:
+   * unset (local mode then keeps it under its data folder, the service decides).
+   */
+  readonly snapshotFile: string | null
+  /** Seconds since its data were read past which the file's snapshot is not served. */
+  readonly snapshotFileMaxAgeS: number
 }
 
 /**
@@ -114,6 +121,9 @@ export function loadConfig(
     logRequests: readBoolean(env, 'LOG_REQUESTS', false),
     corsOrigins: readOrigins(env, 'CORS_ORIGINS'),
     eventStreamsMax: readInt(env, 'EVENT_STREAMS_MAX', 10_000, 0, 1_000_000),
+    snapshotFile: readString(env, 'SNAPSHOT_FILE'),
+    // A week: a weekend's outage is covered; data older than that is rather a forgotten volume.
+    snapshotFileMaxAgeS: readInt(env, 'SNAPSHOT_FILE_MAX_AGE_S', 604_800, 0, 31_536_000),
   })
 }
 

@@ -22,6 +22,8 @@ export const CONFIG_VARIABLES = [
   'LOG_REQUESTS',
   'CORS_ORIGINS',
   'EVENT_STREAMS_MAX',
+  'SNAPSHOT_FILE',
+  'SNAPSHOT_FILE_MAX_AGE_S',
 ] as const
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number]
 

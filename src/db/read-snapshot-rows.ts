@@ -8,6 +8,7 @@ import {
   type Zone,
 } from '../domain/vocabulary.js'
 import type { Sql } from './connect.js'
+import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
 
 /** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
@@ -77,21 +78,29 @@ export interface SnapshotRows {
   readonly labels: readonly LabelRow[]
 }
 
-/** One read of the database, and where the next one starts. */
-export interface SnapshotRead {
-  readonly rows: SnapshotRows
-  /** True when `rows` hold every app: an app they lack is gone. Else they hold the apps changed since the last read. */
+/** One app found by a read, at the revision it was read at (null: written around the triggers). */
+export interface AppRevision {
+  readonly appKey: string
+  readonly revision: string | null
+}
+
+/** What a read found, before any row of an app is read, and where the next read starts. */
+export interface ChangesFound {
+  /** True: `revisions` lists every app, and an app it lacks is gone. Else the apps changed since. */
   readonly complete: boolean
+  readonly revisions: readonly AppRevision[]
   /** Apps deleted since the last read (on an incremental read; a complete one lacks them). */
   readonly removedApps: readonly string[]
   /** Changes since this read are by transactions at or above this id (xid8, as text): see sql/005_change_xids.sql. */
   readonly watermark: string
   /** Read from a hot standby (pg_is_in_recovery()): a notified commit may not be replayed yet. */
   readonly fromStandby: boolean
+  /** Names the database's data (sql/007_dataset.sql): revisions of another dataset say nothing here. */
+  readonly dataset: string
 }
 
 /** Where a read stands, as each read's first columns give it. */
-type ReadMark = Pick<SnapshotRead, 'watermark' | 'fromStandby'>
+type ReadMark = Pick<ChangesFound, 'watermark' | 'fromStandby'>
 
 /*
  * The watermark on a hot standby: pg_current_xact_id() cannot run there (SQLSTATE 25006; only
@@ -101,71 +110,147 @@ type ReadMark = Pick<SnapshotRead, 'watermark' | 'fromStandby'>
  * holds there too, the xmin trailing by the replay lag (test/db/standby-watermark.test.ts).
  */
 
+export interface ReadChangesOptions {
+  /** An earlier read's watermark: the apps changed since; undefined: every app. */
+  readonly since?: string
+  /**
+   * Of the apps found, those whose rows to read (the others are known at their revision), in the
+   * order found: the database's order of app keys.
+   */
+  selectApps(found: ChangesFound): readonly string[]
+  /** The rows of each chunk of the selected apps, in turn; the next chunk is read meanwhile. */
+  onRows(rows: SnapshotRows): Promise<void> | void
+}
+
 /**
- * Everything, in one read-only REPEATABLE READ transaction: one state of the database even while
- * an import commits. Its statements are pipelined on the transaction's connection.
+ * Apps per chunk: a read of thousands of apps never holds all their rows at once (a chunk of
+ * apps of 40 items is some 4,000 items and 8,000 labels), and the next chunk is read while one
+ * is built.
  */
-export async function readAllRows(sql: Sql): Promise<SnapshotRead> {
+const APPS_PER_CHUNK = 100
+
+/**
+ * Reads what changed in one read-only REPEATABLE READ transaction, one state of the database
+ * even while an import commits: which apps there are (or which changed since `since`) at which
+ * revisions, then the rows of the apps `selectApps` picks, chunk by chunk. A read costs what
+ * changed: a complete read of an unchanged database reads one small row per app.
+ */
+export async function readSnapshotChanges(
+  sql: Sql,
+  options: ReadChangesOptions,
+): Promise<ChangesFound> {
+  const { since } = options
   return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const [[mark], apps, branding, menuItems, grants, labels] = await Promise.all([
-      tx<ReadMark[]>`
-        select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
-          pg_is_in_recovery() as "fromStandby"`,
-      tx<AppRow[]>`
-        select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
-        from shell.apps a left join shell.app_revisions r using (app_key)`,
-      tx<BrandingRow[]>`select ${selectColumns(tx, BRANDING_COLUMNS)} from shell.branding`,
-      tx<MenuItemRow[]>`select ${selectColumns(tx, MENU_ITEM_COLUMNS)} from shell.menu_items`,
-      tx<GrantRow[]>`select ${selectColumns(tx, GRANT_COLUMNS)} from shell.menu_role_grants`,
-      tx<LabelRow[]>`select ${selectColumns(tx, LABEL_COLUMNS)} from shell.menu_item_labels`,
-    ])
+    const [mark] = await tx<(ReadMark & { dataset: string })[]>`
+      select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+        pg_is_in_recovery() as "fromStandby",
+        (select id::text from shell.dataset) as dataset`
     if (mark === undefined) throw new Error('the read returned no watermark')
-    const rows = { apps, branding, menuItems, grants, labels }
-    const { watermark, fromStandby } = mark
-    return { rows, complete: true, removedApps: [], watermark, fromStandby }
+    const moved =
+      since === undefined
+        ? await tx<(AppRevision & { removed: boolean })[]>`
+            select a.app_key as "appKey", r.revision::text as revision, false as removed
+            from shell.apps a left join shell.app_revisions r using (app_key)
+            order by a.app_key`
+        : await tx<(AppRevision & { removed: boolean })[]>`
+            select r.app_key as "appKey", r.revision::text as revision, a.app_key is null as removed
+            from shell.app_revisions r left join shell.apps a using (app_key)
+            where r.changed_xid >= ${since}::xid8
+            order by r.app_key`
+    const found: ChangesFound = {
+      complete: since === undefined,
+      revisions: moved
+        .filter((app) => !app.removed)
+        .map(({ appKey, revision }) => ({ appKey, revision })),
+      removedApps: moved.filter((app) => app.removed).map((app) => app.appKey),
+      ...mark,
+    }
+    // In the database's order of app keys (its collation), as readAppRows' key ranges are.
+    const selected = options.selectApps(found)
+    const chunks: string[][] = []
+    for (let start = 0; start < selected.length; start += APPS_PER_CHUNK) {
+      chunks.push(selected.slice(start, start + APPS_PER_CHUNK))
+    }
+    let next = chunks.length > 0 ? readAppRows(tx, chunks[0] as string[]) : undefined
+    for (let index = 0; next !== undefined; index += 1) {
+      const rows = await next
+      const following = chunks[index + 1]
+      next = following === undefined ? undefined : readAppRows(tx, following)
+      // Failed in onRows, the transaction rolls back and fails the chunk read meanwhile too.
+      next?.catch(() => {})
+      await options.onRows(rows)
+    }
+    return found
   })
 }
 
 /**
- * The apps changed since `watermark` (an earlier read's), whole, in one statement (one state of
- * the database, no transaction); the database picks the apps, so the read costs what the change
- * costs. An app changed by a transaction running at the earlier read may come again, unchanged.
+ * The rows of the given apps (in the database's order of their keys), as rows: the driver parses them as they arrive, so a
+ * chunk never holds the event loop. The key range lets the database walk the apps' index
+ * instead of scanning whole tables for each chunk.
  */
-export async function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
-  const [result] = await sql<(SnapshotRows & ReadMark & Pick<SnapshotRead, 'removedApps'>)[]>`
-    with moved as (
-      select r.app_key, a.app_key is null as removed
-      from shell.app_revisions r left join shell.apps a using (app_key)
-      where r.changed_xid >= ${watermark}::xid8
-    ), changed_items as (
-      -- = any(array(…)): a small array first, then index look-ups, not scans of whole tables.
-      select id from shell.menu_items
-      where app_key = any(array(select app_key from moved where not removed))
-    )
-    select
-      pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
-      pg_is_in_recovery() as "fromStandby",
-      (select coalesce(json_agg(app_key), '[]') from moved where removed) as "removedApps",
-      (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, APP_COLUMNS, 'a')}, r.revision::text as revision
-        from shell.apps a join shell.app_revisions r using (app_key)
-        where a.app_key = any(array(select app_key from moved where not removed))) t) as apps,
-      (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, BRANDING_COLUMNS)} from shell.branding
-        where app_key = any(array(select app_key from moved where not removed))) t) as branding,
-      (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, MENU_ITEM_COLUMNS)} from shell.menu_items
-        where id = any(array(select id from changed_items))) t) as "menuItems",
-      (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, GRANT_COLUMNS)} from shell.menu_role_grants
-        where menu_item_id = any(array(select id from changed_items))) t) as grants,
-      (select coalesce(json_agg(t), '[]') from (
-        select ${selectColumns(sql, LABEL_COLUMNS)} from shell.menu_item_labels
-        where menu_item_id = any(array(select id from changed_items))) t) as labels`
-  if (result === undefined) throw new Error('the read returned no row')
-  const { apps, branding, menuItems, grants, labels, removedApps, fromStandby } = result
-  const rows = { apps, branding, menuItems, grants, labels }
-  return { rows, complete: false, removedApps, watermark: result.watermark, fromStandby }
+async function readAppRows(
+  tx: postgres.TransactionSql,
+  appKeys: readonly string[],
+): Promise<SnapshotRows> {
+  const first = appKeys[0] ?? ''
+  const last = appKeys[appKeys.length - 1] ?? ''
+  const keys = tx.array([...appKeys])
+  const chosen = (alias: string) =>
+    tx`${tx(`${alias}.app_key`)} between ${first} and ${last} and ${tx(`${alias}.app_key`)} = any(${keys}::text[])`
+  const [apps, branding, menuItems, grants, labels] = await Promise.all([
+    tx<AppRow[]>`
+      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
+      from shell.apps a left join shell.app_revisions r using (app_key)
+      where ${chosen('a')}`,
+    tx<BrandingRow[]>`
+      select ${selectColumns(tx, BRANDING_COLUMNS, 'b')} from shell.branding b where ${chosen('b')}`,
+    tx<MenuItemRow[]>`
+      select ${selectColumns(tx, MENU_ITEM_COLUMNS, 'm')} from shell.menu_items m where ${chosen('m')}`,
+    tx<GrantRow[]>`
+      select ${selectColumns(tx, GRANT_COLUMNS, 'g')}
+      from shell.menu_role_grants g join shell.menu_items m on m.id = g.menu_item_id
+      where ${chosen('m')}`,
+    tx<LabelRow[]>`
+      select ${selectColumns(tx, LABEL_COLUMNS, 'l')}
+      from shell.menu_item_labels l join shell.menu_items m on m.id = l.menu_item_id
+      where ${chosen('m')}`,
+  ])
+  return { apps, branding, menuItems, grants, labels }
+}
+
+/** Every row a read finds, in one piece: for the benchmark and tests; the feed builds by chunk. */
+export interface SnapshotRead extends ChangesFound {
+  readonly rows: SnapshotRows
+}
+
+/** Every app, all its rows. */
+export function readAllRows(sql: Sql): Promise<SnapshotRead> {
+  return readAndCollect(sql, undefined)
+}
+
+/** The apps changed since `watermark` (an earlier read's), all their rows. */
+export function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
+  return readAndCollect(sql, watermark)
+}
+
+async function readAndCollect(sql: Sql, since: string | undefined): Promise<SnapshotRead> {
+  const chunks: SnapshotRows[] = []
+  const found = await readSnapshotChanges(sql, {
+    ...(since === undefined ? {} : { since }),
+    selectApps: ({ revisions }) => revisions.map((app) => app.appKey),
+    onRows: (rows) => {
+      chunks.push(rows)
+    },
+  })
+  const rows: SnapshotRows = {
+    apps: chunks.flatMap((chunk) => chunk.apps),
+    branding: chunks.flatMap((chunk) => chunk.branding),
+    menuItems: chunks.flatMap((chunk) => chunk.menuItems),
+    grants: chunks.flatMap((chunk) => chunk.grants),
+    labels: chunks.flatMap((chunk) => chunk.labels),
+  }
+  return { ...found, rows }
 }
 
 /** Each app changed since `watermark`, with its revision (null: deleted), and the new watermark. */

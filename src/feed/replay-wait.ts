@@ -25,8 +25,8 @@ const POLL_FIRST_MS = 10
 const POLL_CAP_MS = 100
 
 export interface ReplayWaitOptions {
-  /** The pool snapshots are read through (DATABASE_URL): the standby. */
-  readonly sql: Sql
+  /** Runs a query, within a deadline, where snapshots are read (DATABASE_URL): the standby. */
+  readonly onStandby: <T>(read: (sql: Sql) => Promise<T>, deadlineMs: number) => Promise<T>
   /** Runs a query on the primary, through the listening connection (FEED_DATABASE_URL). */
   readonly onPrimary: <T>(read: (sql: Sql) => Promise<T>) => Promise<T>
   readonly logger: Logger
@@ -54,7 +54,7 @@ export interface ReplayWait {
  * standby, zero included, and nothing else.
  */
 export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
-  const { sql, onPrimary, logger, metrics, signal } = options
+  const { onStandby, onPrimary, logger, metrics, signal } = options
   const maxWaitMs = options.maxWaitMs ?? REPLAY_WAIT_MAX_MS
   let behind = false
 
@@ -65,13 +65,13 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
     try {
       // Nothing read yet: a database that is not a standby is not asked about a primary.
       if (fromStandby === undefined) {
-        const first = await withDeadline(readReplayState(sql), maxWaitMs)
+        const first = await onStandby(readReplayState, maxWaitMs)
         if (!first.inRecovery) return
       }
       const target = await withDeadline(onPrimary(readPrimaryWalEnd), remainingMs())
       for (let attempt = 1; !signal.aborted; attempt += 1) {
         // The last poll, when the time is up, still gets an answer's time.
-        const state = await withDeadline(readReplayState(sql), Math.max(remainingMs(), POLL_CAP_MS))
+        const state = await onStandby(readReplayState, Math.max(remainingMs(), POLL_CAP_MS))
         // Promoted, or never a standby: everything it holds is there to read.
         if (!state.inRecovery) return
         const caughtUp = state.replayed !== null && state.replayed >= target

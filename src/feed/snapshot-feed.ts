@@ -1,33 +1,33 @@
 import type { Logger } from 'pino'
 import { computeBackoffMs } from '../db/backoff.js'
-import type { Sql } from '../db/connect.js'
 import { databaseErrorFields, describeDatabaseError } from '../db/database-errors.js'
-import {
-  readAllRows,
-  readRevisionsChangedSince,
-  readRowsChangedSince,
-  type SnapshotRead,
-} from '../db/read-snapshot-rows.js'
 import type { Metrics } from '../metrics.js'
-import { buildFromRead, revisionInSnapshot } from '../snapshot/build.js'
+import { assembleSnapshot } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
+import { type ReadPosition, startChangeCheck } from './change-check.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
+import { readChangedApps } from './read-changed-apps.js'
+import { createReadConnection } from './read-connection.js'
 import { createReplayWait } from './replay-wait.js'
-import { createWindowTimer } from './window-timer.js'
-import { withDeadline } from './with-deadline.js'
+import { createServedSnapshot } from './served-snapshot.js'
 
 export interface SnapshotFeedOptions {
-  /** The pool reloads and checks read through (DATABASE_URL): the primary, a pooler or a standby. */
-  readonly sql: Sql
+  /** Where snapshots are read (DATABASE_URL): the primary, a pooler or a standby. */
+  readonly readUrl: string
   /** Session-mode connection string to the primary, for LISTEN (FEED_DATABASE_URL). */
   readonly feedUrl: string
   readonly logger: Logger
   readonly metrics: Metrics
-  /** Turns a read into a snapshot; may be async (tests use that to commit during a reload). */
-  readonly build?: (
-    read: SnapshotRead,
-    previous: Snapshot | undefined,
-  ) => Snapshot | Promise<Snapshot>
+  /**
+   * The snapshot this instance kept in its file (snapshot-file/): the base of the first read, and
+   * what is served while the database cannot be reached, unless older than `maxAgeMs`.
+   */
+  readonly stored?: { readonly snapshot: Snapshot; readonly maxAgeMs: number }
+  /** Told what each read found before it is put in service (tests commit during a reload). */
+  readonly onRead?: (read: {
+    complete: boolean
+    appKeys: readonly string[]
+  }) => Promise<void> | void
   /** How often the database is checked for changes no notification announced. */
   readonly checkIntervalMs?: number
   /** How long a read may take before it is given up as failed (a connection gone silent). */
@@ -41,73 +41,76 @@ export interface SnapshotFeed extends SnapshotSource {
   requestReload(): void
   /** Starts listening and loading; returns at once, the first load runs in the background. */
   start(): void
+  /**
+   * The database cannot be reached: with no snapshot in service yet, serves the stored one unless
+   * it is too old, until a read of the database catches up. True when it did.
+   */
+  serveStored(): boolean
   close(): Promise<void>
 }
 
 /**
- * The check's period: the freshness floor when no notification is heard, and how soon a deaf
- * listening connection is found out. One small indexed query, empty when nothing changed.
+ * The check's period (change-check.ts): the freshness floor when no notification is heard, and
+ * how soon a deaf listening connection is found out.
  */
 const CHECK_INTERVAL_MS = 1_000
 /**
- * Far above what a full read of a large data set needs (the bench reports it): a read running
- * longer waits on a connection gone silent (a partition), which TCP may hold for minutes.
+ * Far above what a read of 5,000 apps needs (bench/README.md, "scale"): a read running longer
+ * waits on a connection gone silent (a partition), which is then ended (read-connection.ts).
  */
 const READ_TIMEOUT_MS = 30_000
 
 /**
+ * The reload loop's state. Reloads run one at a time; what is asked meanwhile waits in `pending`.
+ * - `stopped`: not started yet; `closed`: for good.
+ * - `idle`: the snapshot is as fresh as the last read; the check runs every second.
+ * - `reloading`: waiting for a standby to replay (replay-wait.ts), then reading what changed and
+ *   building it, in chunks that yield to the event loop; a reload asked for meanwhile runs next.
+ * - `backingOff`: the last reload failed; the snapshot in service is kept and the reload tried
+ *   again after a capped, jittered backoff. A notification waits for it; a new LISTEN, or a
+ *   check that reached the database, does not.
+ */
+type FeedState =
+  | { readonly name: 'stopped' | 'idle' | 'reloading' | 'closed' }
+  | { readonly name: 'backingOff'; readonly timer: NodeJS.Timeout }
+
+/** What the next reload must do; requests made while one is pending fold into it. */
+interface ReloadRequest {
+  /** Every app, not only those changed since the watermark: after each LISTEN put in place. */
+  readonly complete: boolean
+  /** A notification or a new LISTEN asked: a standby is waited for first. */
+  readonly announced: boolean
+}
+
+/**
  * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
- * `listenForChanges`. Its states:
- *
- * - **Listening** (listening-connection.ts): a full reload follows each LISTEN put in place, since
- *   notifications sent meanwhile are lost. Each notification marks the snapshot dirty.
- * - **Reloading**: one at a time; one asked for during a reload runs right after it, so a burst
- *   of commits folds into a few. A reload reads the apps changed since the last read, or
- *   everything when `fullRead` is set. A failed one keeps the snapshot in service and is retried
- *   after a capped, jittered backoff (`retryTimer`); a notification waits for the retry, a new
- *   LISTEN or a check that reached the database does not.
- * - **Waiting for a standby** (replay-wait.ts): a reload that a notification or a new LISTEN
- *   asked for (`replayPending`) first waits until a standby has replayed what the primary had
- *   written by then, lest it read stale. Notifications meanwhile fold into the next reload.
- * - **Checking**, every second between reloads: which apps changed since the last read? A change
- *   found is reloaded; if nothing was heard about it a second later either, the listening
- *   connection is deaf and is made again. Finding nothing confirms the snapshot as fresh.
- * - **Windows** (window-timer.ts): at the next instant an item's window opens or closes, the
- *   snapshot is made again, with no database change and whether or not the database answers.
+ * `listenForChanges`. Besides the reload loop (FeedState) and the windows (served-snapshot.ts):
+ * - **Listening** (listening-connection.ts): a complete reload follows each LISTEN put in place,
+ *   since notifications sent meanwhile are lost; each notification asks for a reload.
+ * - **Checking** (change-check.ts), every second while idle, for changes no notification announced.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
-  const { sql, feedUrl, logger, metrics } = options
-  const build = options.build ?? buildFromRead
-  const checkIntervalMs = options.checkIntervalMs ?? CHECK_INTERVAL_MS
+  const { logger, metrics } = options
   const readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS
+  const reads = createReadConnection(options.readUrl)
 
-  let snapshot: Snapshot | undefined
-  // Where the next read starts (see sql/005_change_xids.sql); undefined until a full read.
-  let watermark: string | undefined
-  let readsStandby: boolean | undefined
-  let confirmedAt: number | null = null
+  let state: FeedState = { name: 'stopped' }
+  let pending: ReloadRequest | undefined
+  const served = createServedSnapshot({ logger, metrics, stored: options.stored })
+  const position: ReadPosition = {
+    watermark: undefined,
+    fromStandby: undefined,
+    confirmedAt: null,
+    reads: 0,
+  }
   let lastError: string | null = null
-  let closed = false
-
-  let dirty = false
-  let fullRead = false
-  let replayPending = false
-  let reloading = false
-  let retryTimer: NodeJS.Timeout | undefined
   let failures = 0
-  // Counts reads, so a check can tell that a reload read after it started.
-  let reads = 0
+  let check: { stop(): void } | undefined
 
-  let checkTimer: NodeJS.Timeout | undefined
-  // The listening connection's count when a check found a change no notification announced.
-  let unannouncedAt: number | undefined
-
-  const windows = createWindowTimer({ current: () => snapshot, swap: swapSnapshot })
   let listener: ListeningConnection | undefined
-  const swapListeners = new Set<(snapshot: Snapshot) => void>()
   const closing = new AbortController()
   const replayWait = createReplayWait({
-    sql,
+    onStandby: (read, deadlineMs) => reads.run(read, deadlineMs),
     onPrimary: (read) => listener?.withConnection(read) ?? Promise.reject(new Error('not started')),
     logger,
     metrics,
@@ -115,154 +118,179 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     maxWaitMs: options.replayWaitMaxMs,
   })
 
-  /**
-   * `proven`: the database was just reached, so a retry's backoff need not be waited out.
-   * `announced`: a notification or a new LISTEN asks for it, so a standby is waited for.
-   */
-  function requestReload(reload: { full?: boolean; proven?: boolean; announced?: boolean }): void {
-    if (closed) return
-    dirty = true
-    fullRead ||= reload.full === true
-    replayPending ||= reload.announced === true
-    if (retryTimer !== undefined && reload.proven !== true) return
-    clearTimeout(retryTimer)
-    retryTimer = undefined
-    if (!reloading) void reloadWhileDirty()
-  }
-
-  async function reloadWhileDirty(): Promise<void> {
-    reloading = true
-    while (dirty && !closed) {
-      dirty = false
-      const since = fullRead ? undefined : watermark
-      fullRead = false
-      if (replayPending) {
-        replayPending = false
-        await replayWait.untilReplayed(readsStandby)
-      }
-      const startedAt = performance.now()
-      try {
-        const read = await withDeadline(
-          since === undefined ? readAllRows(sql) : readRowsChangedSince(sql, since),
-          readTimeoutMs,
-        )
-        reads += 1
-        readsStandby = read.fromStandby
-        const next = await build(read, snapshot)
-        watermark = read.watermark
-        failures = 0
-        lastError = null
-        confirmedAt = Date.now()
-        metrics.snapshotReloads.inc({ result: 'success' })
-        metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
-        swapSnapshot(next)
-      } catch (error) {
-        metrics.snapshotReloads.inc({ result: 'error' })
-        metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
-        dirty = true
-        fullRead ||= since === undefined
-        failures += 1
-        lastError = describeDatabaseError(error)
-        const retryInMs = computeBackoffMs(failures)
-        logger.warn(
-          {
-            ...databaseErrorFields(error),
-            attempt: failures,
-            retryInMs,
-            kept: snapshot !== undefined,
-          },
-          'snapshot reload failed; keeping the previous snapshot',
-        )
-        if (!closed) retryTimer = setTimeout(() => requestReload({ proven: true }), retryInMs)
-        break
-      }
+  /** `proven`: the database was just reached, so a retry's backoff need not be waited out. */
+  function requestReload(request: Partial<ReloadRequest> & { proven?: boolean }): void {
+    pending = foldRequests(pending, request)
+    switch (state.name) {
+      case 'stopped':
+      case 'closed':
+      case 'reloading':
+        return
+      case 'backingOff':
+        if (request.proven !== true) return
+        clearTimeout(state.timer)
+        void reloadWhilePending()
+        return
+      case 'idle':
+        void reloadWhilePending()
+        return
     }
-    reloading = false
   }
 
-  function swapSnapshot(next: Snapshot): void {
-    metrics.snapshotLoaded.set(1)
-    // Nothing changed: the build handed back the snapshot in service.
-    if (next === snapshot) return
-    snapshot = next
-    logger.info({ apps: next.appKeys.length }, 'snapshot loaded')
-    if (!closed) windows.arm(next)
-    for (const swapListener of swapListeners) swapListener(next)
-  }
-
-  async function checkForUnheardChanges(): Promise<void> {
-    checkTimer = undefined
-    const since = watermark
-    if (!closed && since !== undefined && snapshot !== undefined && !dirty && !reloading) {
-      const current = snapshot
-      const readsBefore = reads
-      const announcedBefore = listener?.announcedCount()
-      try {
-        const check = await withDeadline(readRevisionsChangedSince(sql, since), readTimeoutMs)
-        readsStandby = check.fromStandby
-        const moved = [...check.revisions].some(
-          ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
-        )
-        const announced = listener?.announcedCount()
-        // Nothing announced for a second since a change was found unannounced: deaf.
-        if (unannouncedAt !== undefined && unannouncedAt === announced) listener?.recycleDeaf()
-        // A standby that lags past the wait shows changes long after they were announced.
-        const announcedEarlier = check.fromStandby && replayWait.isBehind()
-        unannouncedAt =
-          moved && announced === announcedBefore && listener?.isListening() && !announcedEarlier
-            ? announced
-            : undefined
-        if (moved) requestReload({ proven: true })
-        else if (reads === readsBefore && snapshot === current) {
-          // The snapshot matches the database as of this check: the next read may start here.
-          watermark = check.watermark
-          confirmedAt = Date.now()
+  async function reloadWhilePending(): Promise<void> {
+    state = { name: 'reloading' }
+    let retryInMs: number | undefined
+    try {
+      while (pending !== undefined && !closing.signal.aborted) {
+        const request = pending
+        pending = undefined
+        const failed = await reloadOnce(request)
+        if (failed !== undefined) {
+          // Not lost: tried again after the backoff, with what was asked meanwhile.
+          pending = foldRequests(pending as ReloadRequest | undefined, {
+            complete: request.complete,
+          })
+          retryInMs = failed
+          break
         }
-      } catch (error) {
-        // Reloads report an unreachable database; this check only waits for it to return.
-        logger.debug({ err: error }, 'the change check failed')
       }
+    } finally {
+      if (closing.signal.aborted) state = { name: 'closed' }
+      else if (retryInMs === undefined) state = { name: 'idle' }
+      else state = { name: 'backingOff', timer: setTimeout(retryReload, retryInMs) }
     }
-    if (!closed) checkTimer = setTimeout(() => void checkForUnheardChanges(), checkIntervalMs)
+  }
+
+  function retryReload(): void {
+    if (state.name !== 'backingOff') return
+    state = { name: 'idle' }
+    requestReload({ proven: true })
+  }
+
+  /** One reload; the backoff before the next attempt when it failed. */
+  async function reloadOnce(request: ReloadRequest): Promise<number | undefined> {
+    if (request.announced) await replayWait.untilReplayed(position.fromStandby)
+    const startedAt = performance.now()
+    const readAt = new Date()
+    // The stored snapshot is the base of the first read: only what changed since is read.
+    const base = served.current() ?? options.stored?.snapshot
+    const since = request.complete ? undefined : position.watermark
+    try {
+      const { found, records, removedApps } = await reads.run(
+        (sql) => readChangedApps(sql, base, since),
+        readTimeoutMs,
+      )
+      position.reads += 1
+      position.fromStandby = found.fromStandby
+      await options.onRead?.({
+        complete: found.complete,
+        appKeys: records.map((record) => record.appKey),
+      })
+      const next = assembleSnapshot(records, {
+        ...(base && { previous: base }),
+        removedApps,
+        loadedAt: readAt,
+        dataset: found.dataset,
+        // Caught up from the file: served as read now, even where nothing changed.
+        renew: served.origin() !== 'database',
+      })
+      position.watermark = found.watermark
+      failures = 0
+      lastError = null
+      position.confirmedAt = Date.now()
+      metrics.snapshotReloads.inc({ result: 'success' })
+      metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
+      served.swap(next, 'database')
+      return undefined
+    } catch (error) {
+      metrics.snapshotReloads.inc({ result: 'error' })
+      metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
+      failures += 1
+      lastError = describeDatabaseError(error)
+      const retryInMs = computeBackoffMs(failures)
+      logger.warn(
+        {
+          ...databaseErrorFields(error),
+          attempt: failures,
+          retryInMs,
+          kept: served.current() !== undefined,
+        },
+        'snapshot reload failed; keeping the previous snapshot',
+      )
+      // Never reached since the start: what the file holds is served meanwhile.
+      if (served.current() === undefined) serveStored()
+      return retryInMs
+    }
+  }
+
+  function serveStored(): boolean {
+    if (state.name === 'closed') return false
+    const stored = served.serveStored()
+    if (stored !== undefined) position.confirmedAt = stored.loadedAt.getTime()
+    return stored !== undefined
   }
 
   return {
-    current: () => snapshot,
+    current: served.current,
+    origin: served.origin,
+    onSwap: served.onSwap,
     notReadyReason: () =>
-      closed
+      state.name === 'closed'
         ? 'shutting down'
         : lastError === null
           ? 'loading the first snapshot'
           : `database unavailable (${lastError})`,
-    snapshotAgeSeconds: () => (confirmedAt === null ? null : (Date.now() - confirmedAt) / 1000),
-    onSwap(swapListener) {
-      swapListeners.add(swapListener)
-      return () => swapListeners.delete(swapListener)
-    },
+    snapshotAgeSeconds: () =>
+      position.confirmedAt === null ? null : (Date.now() - position.confirmedAt) / 1000,
     requestReload: () => requestReload({ proven: true, announced: true }),
+    serveStored,
     start() {
+      if (state.name !== 'stopped') return
+      state = { name: 'idle' }
       listener = startListening({
-        url: feedUrl,
+        url: options.feedUrl,
         logger,
         metrics,
-        onListen: () => requestReload({ full: true, proven: true, announced: true }),
+        onListen: () => requestReload({ complete: true, proven: true, announced: true }),
         onNotify: () => requestReload({ announced: true }),
         onListenFailed(error) {
           lastError ??= describeDatabaseError(error)
           // The first load does not wait for LISTEN: a database that allows reads but not
           // LISTEN (a pooler misconfiguration) still gives a ready instance.
-          if (snapshot === undefined) requestReload({})
+          if (served.origin() !== 'database') requestReload({ complete: true })
         },
       })
-      checkTimer = setTimeout(() => void checkForUnheardChanges(), checkIntervalMs)
+      check = startChangeCheck({
+        position,
+        reads,
+        readTimeoutMs,
+        intervalMs: options.checkIntervalMs ?? CHECK_INTERVAL_MS,
+        logger,
+        idleSnapshot: () => (state.name === 'idle' ? served.current() : undefined),
+        listener: () => listener,
+        standbyBehind: () => replayWait.isBehind(),
+        onChangeFound: () => requestReload({ proven: true }),
+      })
     },
     async close() {
-      closed = true
+      if (state.name === 'backingOff') clearTimeout(state.timer)
+      state = { name: 'closed' }
       closing.abort()
-      clearTimeout(retryTimer)
-      clearTimeout(checkTimer)
-      windows.clear()
+      check?.stop()
+      served.close()
       await listener?.close()
+      await reads.close()
     },
+  }
+}
+
+/** One request that does what both ask. */
+function foldRequests(
+  pending: ReloadRequest | undefined,
+  request: Partial<ReloadRequest>,
+): ReloadRequest {
+  return {
+    complete: pending?.complete === true || request.complete === true,
+    announced: pending?.announced === true || request.announced === true,
   }
 }

@@ -1,9 +1,8 @@
-import { buildSnapshot } from '../snapshot/build.js'
+import { assembleSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 
 /** Timers cannot wait longer (24.8 days); a window boundary further ahead is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1
-const NO_ROWS = { apps: [], branding: [], menuItems: [], grants: [], labels: [] }
 
 export interface WindowTimer {
   /** Set for the next instant an item's window in `snapshot` opens or closes; none: cleared. */
@@ -30,7 +29,7 @@ export function createWindowTimer(options: {
     if (current === undefined) return
     // A boundary further than one timer can wait: wait again.
     if ((current.nextChangeAt ?? Number.POSITIVE_INFINITY) > Date.now()) arm(current)
-    else options.swap(buildSnapshot(NO_ROWS, { previous: current, complete: false }))
+    else options.swap(assembleSnapshot([], { previous: current }))
   }
 
   return { arm, clear: () => clearTimeout(timer) }

@@ -52,7 +52,7 @@ export function registerPreviewRoutes(
       if (snapshot === undefined) return reply
       const grantedRoles: Record<string, string[]> = {}
       for (const key of snapshot.appKeys)
-        grantedRoles[key] = [...(snapshot.app(key)?.grantedRoles ?? [])]
+        grantedRoles[key] = [...(snapshot.grantedRoles(key) ?? [])]
       return reply.header('cache-control', 'no-store').send({ grantedRoles })
     },
   )

@@ -22,6 +22,7 @@ export function registerProbeRoutes(
         version: snapshot.version,
         loadedAt: snapshot.loadedAt.toISOString(),
         apps: snapshot.appKeys.length,
+        source: deps.snapshots.origin() ?? 'database',
       },
     }
   })
@@ -39,11 +40,13 @@ const readySchema = {
     status: { type: 'string' },
     snapshot: {
       type: 'object',
-      required: ['version', 'loadedAt', 'apps'],
+      required: ['version', 'loadedAt', 'apps', 'source'],
       properties: {
         version: { type: 'string' },
         loadedAt: { type: 'string' },
         apps: { type: 'integer' },
+        // "file": the snapshot this instance kept, served until the database answers.
+        source: { type: 'string', enum: ['database', 'file'] },
       },
     },
   },

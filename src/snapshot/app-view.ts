@@ -25,7 +25,7 @@ export function createAppView(
   appLocales: AppLocales,
   variants: VariantCache,
   /** Names the app's content and window state in the cache (it outlives snapshots); ends "\0". */
-  cacheKeyPrefix: string,
+  viewKey: string,
   /** The items outside their window now; the view is made again when that changes. */
   outOfWindow: ReadonlySet<MenuNode>,
 ): AppView {
@@ -54,20 +54,19 @@ export function createAppView(
     const relevantRoles = caller.roles.filter((role) => grantedRoles.has(role))
     const rolledOut = rollouts.filter((node) => isInRollout(appKey, node, caller))
     const rolloutMask = rollouts.map((node) => (rolledOut.includes(node) ? '1' : '0')).join('')
-    const cacheKey = `${cacheKeyPrefix}${JSON.stringify(relevantRoles)}\0${rolloutMask}\0${locale}`
+    const cacheKey = `${viewKey}${JSON.stringify(relevantRoles)}\0${rolloutMask}\0${locale}`
     const cached = variants.get(cacheKey)
     if (cached !== undefined) return cached
     const renderLocale = renderLocales.get(locale)
     if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
     const audience = { roles: new Set(relevantRoles), rolledOut: new Set(rolledOut), outOfWindow }
     const rendered = renderShellVariant(head, menus.roots, audience, renderLocale)
-    variants.set(cacheKey, cacheKeyPrefix, rendered)
+    variants.set(cacheKey, viewKey, rendered)
     return rendered
   }
 
   return Object.freeze({
     key: appKey,
-    grantedRoles: Object.freeze([...grantedRoles].sort(compareCodeUnits)),
     defaultLocale,
     locales: Object.freeze([...byLowercase.values()].sort(compareCodeUnits)),
     localeFor,

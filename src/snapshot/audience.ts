@@ -23,7 +23,10 @@ export function isInRollout(appKey: string, node: MenuNode, caller: Caller): boo
 }
 
 /** Whether `at` (milliseconds since the epoch) is in the item's window: from <= at < until. */
-export function isInWindow(node: MenuNode, at: number): boolean {
+export function isInWindow(
+  node: Pick<MenuNode, 'visibleFrom' | 'visibleUntil'>,
+  at: number,
+): boolean {
   return (
     (node.visibleFrom === null || node.visibleFrom <= at) &&
     (node.visibleUntil === null || at < node.visibleUntil)

@@ -1,37 +1,47 @@
-import type { SnapshotRead, SnapshotRows } from '../db/read-snapshot-rows.js'
+import type { SnapshotRows } from '../db/read-snapshot-rows.js'
 import { compareCodeUnits } from '../domain/vocabulary.js'
-import { type BuiltApp, buildApp, groupRowsByApp, viewAt } from './build-app.js'
+import { type AppRecord, recordApp } from './app-record.js'
+import { groupRowsByApp } from './app-rows.js'
+import { type AppViews, createAppViews, nextWindowChange, viewKey } from './app-views.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'
 import { createVariantCache, type VariantCache } from './variant-cache.js'
 import { computeSnapshotVersion } from './version.js'
 
-export interface BuildSnapshotOptions {
-  /** When the rows were read; defaults to now. */
+export interface AssembleOptions {
+  /** When the data were read from the database; defaults to the previous snapshot's, else now. */
   readonly loadedAt?: Date
-  /** The snapshot in service: its apps (and memoized variants) are kept where nothing moved. */
+  /** The snapshot in service: its records, caches and views are kept where nothing moved. */
   readonly previous?: Snapshot
+  /** Apps gone since `previous`. */
+  readonly removedApps?: readonly string[]
+  /** The time the views are made for, in ms since the epoch (default now). */
+  readonly now?: number
   /** The variant cache of a first build (tests set its bounds); later builds take the previous one's. */
   readonly variants?: VariantCache
+  /** The dataset the records' revisions are of (sql/007_dataset.sql); default the previous one's. */
+  readonly dataset?: string
+  /** A new snapshot even when nothing changed: its data were read again (`loadedAt`). */
+  readonly renew?: boolean
+}
+
+export interface BuildSnapshotOptions extends Omit<AssembleOptions, 'removedApps'> {
   /** False: the rows hold only apps changed since `previous` (the rest are kept). Default true. */
   readonly complete?: boolean
   /** Apps deleted since `previous` (incremental reads). */
   readonly removedApps?: readonly string[]
-  /**
-   * The time the views are made for, in ms since the epoch (default now). An incremental build
-   * also makes again the views of apps a window boundary has passed in since.
-   */
-  readonly now?: number
 }
 
 interface SnapshotInternals {
-  readonly apps: ReadonlyMap<string, BuiltApp>
+  readonly records: ReadonlyMap<string, AppRecord>
   readonly variants: VariantCache
-  /** Each app with a window boundary ahead, and the next one: all that time can change. */
-  readonly timedApps: ReadonlyMap<string, number>
+  readonly views: AppViews
+  /** The view key of each app with windows, at the time of the build; the others' is their content key. */
+  readonly timedViewKeys: ReadonlyMap<string, string>
+  readonly dataset: string | undefined
 }
 
-/** Keeps a snapshot's internals off its public face: only the next build and the feed read them. */
+/** Keeps a snapshot's internals off its public face: only builds, the feed and its file read them. */
 const INTERNALS = Symbol('snapshot internals')
 
 interface BuiltSnapshot extends Snapshot {
@@ -43,99 +53,149 @@ function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
 }
 
 /**
- * Turns a read of the database into an immutable snapshot; variants are rendered on demand.
- * Given the snapshot in service, a build costs what changed: unmoved apps are taken over whole
- * (views, memoized variants and event streams stay), an app rebuilt to the same content keeps
- * its view, and when nothing changed the snapshot in service itself is returned. Rows the
- * database's constraints forbid (orphans, cycles) are left out instead of failing.
+ * Rows to a snapshot in one go (tests, the benchmark): each app read is recorded, then
+ * assembled on top of `previous`. The feed records its reads in chunks and assembles them itself.
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
+  const { complete = true, removedApps = [], ...rest } = options
+  const records = groupRowsByApp(rows).map(recordApp)
+  const read = new Set(records.map((record) => record.appKey))
+  const previousKeys = options.previous?.appKeys ?? []
+  const removed = complete ? previousKeys.filter((appKey) => !read.has(appKey)) : removedApps
+  return assembleSnapshot(records, { ...rest, removedApps: removed })
+}
+
+/**
+ * Puts records read from the database (or its file) on top of the snapshot in service; costs what
+ * changed. A record of the same content as the one in service keeps its views and variants, and
+ * when nothing changed at all, not even a revision, the snapshot in service itself is returned.
+ */
+export function assembleSnapshot(
+  read: readonly AppRecord[],
+  options: AssembleOptions = {},
+): Snapshot {
   const now = options.now ?? Date.now()
   const previousSnapshot = options.previous
   const previous = previousSnapshot === undefined ? undefined : internalsOf(previousSnapshot)
-  const complete = options.complete ?? true
-  const apps = new Map<string, BuiltApp>(complete ? [] : previous?.apps)
-  // One cache for the feed's life, made by its first build: kept apps keep warm variants, and
-  // keys carry the content hash, so a changed app's old variants are never served.
+  // One cache of each for the feed's life, made by its first build: keys carry the content's
+  // hash, so a changed app's old views and variants are never served.
   const variants = previous?.variants ?? options.variants ?? createVariantCache()
+  const views = previous?.views ?? createAppViews(variants)
 
-  // The apps whose view may differ from the one in service.
-  const touched = new Set<string>(complete ? previous?.apps.keys() : options.removedApps)
-  for (const appKey of options.removedApps ?? []) apps.delete(appKey)
-  for (const appRows of groupRowsByApp(rows)) {
-    const { appKey, revision } = appRows.app
-    const before = previous?.apps.get(appKey)
-    if (!complete && revision !== null && before?.revision === revision) continue
-    const built = buildApp(appRows, variants, now)
-    // The same content at the same time read again (after a reconnect, say): the view stays.
-    const same = before?.cacheKeyPrefix === built.cacheKeyPrefix
-    apps.set(appKey, same ? { ...before, revision } : built)
-    touched.add(appKey)
-  }
-  // Apps a window boundary has passed in since: the same content, a view for the new time.
-  for (const [appKey, nextChangeAt] of complete ? [] : (previous?.timedApps ?? [])) {
-    const before = apps.get(appKey)
-    if (nextChangeAt > now || touched.has(appKey) || before === undefined) continue
-    apps.set(appKey, { ...before, ...viewAt(appKey, before, variants, now) })
-    touched.add(appKey)
+  const records = new Map(previous?.records)
+  let recordsMoved = false
+  for (const appKey of options.removedApps ?? [])
+    recordsMoved = records.delete(appKey) || recordsMoved
+  for (const record of read) {
+    const before = records.get(record.appKey)
+    if (before?.hash === record.hash && before.revision === record.revision) continue
+    // The same content read at a new revision (an import of the same definitions, say).
+    const kept =
+      before?.hash === record.hash && Object.freeze({ ...before, revision: record.revision })
+    records.set(record.appKey, kept || record)
+    recordsMoved = true
   }
 
-  const changed = [...touched].filter(
-    (appKey) => apps.get(appKey)?.view !== previous?.apps.get(appKey)?.view,
-  )
-  if (previousSnapshot !== undefined && changed.length === 0) return previousSnapshot
-  const timedApps = new Map(complete ? [] : previous?.timedApps)
+  const timedViewKeys = new Map<string, string>()
+  let nextChangeAt: number | null = null
+  for (const record of timedRecords(records, previous, read)) {
+    timedViewKeys.set(record.appKey, viewKey(record, now))
+    const next = nextWindowChange(record, now)
+    if (next !== null && (nextChangeAt === null || next < nextChangeAt)) nextChangeAt = next
+  }
+  const keyOf = (keys: ReadonlyMap<string, string>, record: AppRecord | undefined) =>
+    record === undefined ? undefined : (keys.get(record.appKey) ?? record.contentKey)
+  const viewMoved = (appKey: string) =>
+    keyOf(timedViewKeys, records.get(appKey)) !==
+    (previous && keyOf(previous.timedViewKeys, previous.records.get(appKey)))
+  const moved = new Set([
+    ...(options.removedApps ?? []),
+    ...read.map((record) => record.appKey),
+    ...timedViewKeys.keys(),
+    ...(previous?.timedViewKeys.keys() ?? []),
+  ])
+  const changed = [...moved].filter(viewMoved)
+  const dataset = options.dataset ?? previous?.dataset
+  const unchanged = changed.length === 0 && !recordsMoved && dataset === previous?.dataset
+  if (previousSnapshot !== undefined && unchanged && options.renew !== true) return previousSnapshot
   for (const appKey of changed) {
-    const before = previous?.apps.get(appKey)
-    // A view no snapshot has any more: no request will ask for its variants again.
-    if (before !== undefined) variants.dropPrefix(before.cacheKeyPrefix)
-    timedApps.delete(appKey)
-  }
-  for (const appKey of complete ? apps.keys() : changed) {
-    const nextChangeAt = apps.get(appKey)?.nextChangeAt
-    if (nextChangeAt !== undefined && nextChangeAt !== null) timedApps.set(appKey, nextChangeAt)
+    // A view no snapshot has any more: no request will ask for it or its variants again.
+    const before = previous && keyOf(previous.timedViewKeys, previous.records.get(appKey))
+    if (before !== undefined) views.drop(before)
   }
 
   const sameApps =
     previousSnapshot !== undefined &&
-    apps.size === previousSnapshot.appKeys.length &&
-    changed.every((appKey) => apps.has(appKey) && previous?.apps.has(appKey))
+    records.size === previousSnapshot.appKeys.length &&
+    changed.every((appKey) => records.has(appKey) && previous?.records.has(appKey))
   const appKeys = sameApps
     ? previousSnapshot.appKeys
-    : Object.freeze([...apps.keys()].sort(compareCodeUnits))
+    : Object.freeze([...records.keys()].sort(compareCodeUnits))
   // Most changes are to menus, not to what the inventory lists: its bytes and tag then stay.
   const appsInventory =
     sameApps &&
-    changed.every(
-      (appKey) => apps.get(appKey)?.inventoryJson === previous?.apps.get(appKey)?.inventoryJson,
+    read.every(
+      (record) => record.inventoryJson === previous?.records.get(record.appKey)?.inventoryJson,
     )
       ? previousSnapshot.appsInventory
-      : renderAppsInventory(appKeys.map((appKey) => apps.get(appKey)?.inventoryJson ?? ''))
+      : renderAppsInventory(appKeys.map((appKey) => records.get(appKey)?.inventoryJson ?? ''))
   // Over every app: computed when first asked for (/readyz), not on every reload.
   let version: string | undefined
   const snapshot: BuiltSnapshot = Object.freeze({
     get version() {
-      version ??= computeSnapshotVersion(appKeys.map((appKey) => apps.get(appKey)?.hash ?? ''))
+      version ??= computeSnapshotVersion(appKeys.map((appKey) => records.get(appKey)?.hash ?? ''))
       return version
     },
     // A copy, so that the caller's Date object cannot move this snapshot's time.
-    loadedAt: new Date((options.loadedAt ?? new Date()).getTime()),
+    loadedAt: new Date((options.loadedAt ?? previousSnapshot?.loadedAt ?? new Date()).getTime()),
     appKeys,
     appsInventory,
-    nextChangeAt: timedApps.size === 0 ? null : Math.min(...timedApps.values()),
-    app: (appKey: string) => apps.get(appKey)?.view,
-    [INTERNALS]: { apps, variants, timedApps },
+    nextChangeAt,
+    app(appKey: string) {
+      const record = records.get(appKey)
+      if (record === undefined) return undefined
+      return views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
+    },
+    grantedRoles: (appKey: string) => records.get(appKey)?.grantedRoles,
+    [INTERNALS]: { records, variants, views, timedViewKeys, dataset },
   })
   return snapshot
 }
 
-/** The snapshot a read of the database gives on top of the one in service. */
-export function buildFromRead(read: SnapshotRead, previous: Snapshot | undefined): Snapshot {
-  const { complete, removedApps } = read
-  return buildSnapshot(read.rows, { complete, removedApps, ...(previous && { previous }) })
+/** Every record with windows: the previous snapshot's that are still there, and the read's. */
+function* timedRecords(
+  records: ReadonlyMap<string, AppRecord>,
+  previous: SnapshotInternals | undefined,
+  read: readonly AppRecord[],
+): Iterable<AppRecord> {
+  const seen = new Set<string>()
+  for (const appKey of [...(previous?.timedViewKeys.keys() ?? []), ...read.map((r) => r.appKey)]) {
+    const record = records.get(appKey)
+    if (record === undefined || record.windows.length === 0 || seen.has(appKey)) continue
+    seen.add(appKey)
+    yield record
+  }
 }
 
 /** The revision the snapshot's app was read at; undefined when the snapshot has no such app. */
 export function revisionInSnapshot(snapshot: Snapshot, appKey: string): string | null | undefined {
-  return internalsOf(snapshot)?.apps.get(appKey)?.revision
+  return internalsOf(snapshot)?.records.get(appKey)?.revision
+}
+
+/** The dataset the snapshot's revisions are of; undefined when not read from a database. */
+export function datasetOf(snapshot: Snapshot): string | undefined {
+  return internalsOf(snapshot)?.dataset
+}
+
+/** Every app's record, for the snapshot's file. */
+export function recordsOf(snapshot: Snapshot): ReadonlyMap<string, AppRecord> {
+  return internalsOf(snapshot)?.records ?? new Map()
+}
+
+/** The key of the app's view in service, known without making the view; undefined: no such app. */
+export function viewKeyInSnapshot(snapshot: Snapshot, appKey: string): string | undefined {
+  const internals = internalsOf(snapshot)
+  const record = internals?.records.get(appKey)
+  if (internals === undefined || record === undefined) return undefined
+  return internals.timedViewKeys.get(appKey) ?? record.contentKey
 }

@@ -1,90 +1,58 @@
-import type { MenuItemRow } from '../db/read-snapshot-rows.js'
-import { compareCodeUnits, sortedEntries, ZONES, type Zone } from '../domain/vocabulary.js'
+import { compareCodeUnits, ZONES, type Zone } from '../domain/vocabulary.js'
+import type { ContentItem } from './app-content.js'
 import { renderItemOpenJson } from './render.js'
-import type { ItemLabels, MenuNode } from './types.js'
+import type { MenuNode } from './types.js'
 
 export interface MenuTrees {
   readonly roots: ReadonlyMap<Zone, readonly MenuNode[]>
-  /** Roles granted on reachable items: the only roles that can change what a caller sees. */
+  /** Roles granted on the items: the only roles that can change what a caller sees. */
   readonly grantedRoles: ReadonlySet<string>
-  /** Reachable items with a rollout, by item key: the only ones whose buckets can change it. */
+  /** Items with a rollout, by item key: the only ones whose buckets can change it. */
   readonly rollouts: readonly MenuNode[]
-  /** Reachable items with a window: the only ones that time can show or hide. */
+  /** Items with a window: the only ones that time can show or hide. */
   readonly windowed: readonly MenuNode[]
 }
 
-const NO_GRANTS: readonly string[] = Object.freeze([])
 const NO_NODES: readonly MenuNode[] = Object.freeze([])
 
 /**
- * Builds the four zone trees of one app, ordered by position, then id, at every level. Items no
- * root leads to (a parent missing, in another zone, or in a cycle) are left out, not rejected:
- * the database forbids them, and a reload must not fail on them.
+ * The four zone trees of one app from its content, whose items come in display order, each
+ * after its parent (app-content.ts): so siblings keep the order they come in.
  */
-export function buildMenuTrees(
-  items: readonly MenuItemRow[],
-  /** Each item's granted roles, distinct and sorted. */
-  grantsByItemId: ReadonlyMap<string, readonly string[]>,
-  /** Each labelled item's labels in the app's other locales. */
-  labelsByItemId: ReadonlyMap<string, ItemLabels>,
-): MenuTrees {
-  const itemsById = new Map<string, MenuItemRow>()
-  for (const item of items) itemsById.set(item.id, item)
+export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: string): MenuTrees {
+  const childIndexes: number[][] = items.map(() => [])
+  const rootIndexes = new Map<Zone, number[]>(ZONES.map((zone) => [zone, []]))
+  items.forEach((item, index) => {
+    if (item.parent === -1) rootIndexes.get(item.zone)?.push(index)
+    else childIndexes[item.parent]?.push(index)
+  })
 
-  const rootRows = new Map<Zone, MenuItemRow[]>(ZONES.map((zone) => [zone, []]))
-  const childRowsByParentId = new Map<string, MenuItemRow[]>()
-  for (const item of items) {
-    if (item.parentId === null) {
-      rootRows.get(item.zone)?.push(item)
-      continue
-    }
-    const parent = itemsById.get(item.parentId)
-    if (parent === undefined || parent.zone !== item.zone) continue
-    const siblings = childRowsByParentId.get(parent.id)
-    if (siblings === undefined) childRowsByParentId.set(parent.id, [item])
-    else siblings.push(item)
-  }
-
-  // Each row is placed once, even if duplicate ids would lead to it twice.
-  const placed = new Set<MenuItemRow>()
+  const defaultLowercase = defaultLocale.toLowerCase()
   const grantedRoles = new Set<string>()
   const rollouts: MenuNode[] = []
   const windowed: MenuNode[] = []
 
-  const buildNodes = (rows: MenuItemRow[] | undefined): readonly MenuNode[] => {
-    if (rows === undefined) return NO_NODES
-    const nodes: MenuNode[] = []
-    // In place: the sibling arrays were made for this function alone.
-    for (const row of rows.sort(compareMenuRows)) {
-      if (placed.has(row)) continue
-      placed.add(row)
-      nodes.push(buildNode(row))
-    }
-    return Object.freeze(nodes)
-  }
+  const buildNodes = (indexes: readonly number[] | undefined): readonly MenuNode[] =>
+    indexes === undefined || indexes.length === 0
+      ? NO_NODES
+      : Object.freeze(indexes.map((index) => buildNode(items[index] as ContentItem, index)))
 
-  const buildNode = (row: MenuItemRow): MenuNode => {
-    const grants = grantsByItemId.get(row.id) ?? NO_GRANTS
-    for (const role of grants) grantedRoles.add(role)
-    const children = buildNodes(childRowsByParentId.get(row.id))
-    const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(row)
-    const labels = labelsByItemId.get(row.id)
-    // Sorted by tag, so that the order rows were read in never shows (in the version, say).
-    const localizedLabels =
-      labels === undefined ? null : Object.freeze(sortedEntries(labels).flat())
+  const buildNode = (item: ContentItem, index: number): MenuNode => {
+    for (const role of item.roles) grantedRoles.add(role)
+    const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(item)
     const node: MenuNode = Object.freeze({
-      itemKey: row.itemKey,
-      position: row.position,
-      hasHref: row.href !== null,
-      grants,
-      rolloutPercent: row.rolloutPercent,
-      visibleFrom: row.visibleFrom,
-      visibleUntil: row.visibleUntil,
-      children,
+      itemKey: item.itemKey,
+      position: item.position,
+      hasHref: item.href !== null,
+      grants: item.roles,
+      rolloutPercent: item.rolloutPercent,
+      visibleFrom: item.visibleFrom,
+      visibleUntil: item.visibleUntil,
+      children: buildNodes(childIndexes[index]),
       openJson,
       labelStart,
       labelEnd,
-      localizedLabels,
+      localizedLabels: localizeLabels(item.labels, defaultLowercase),
     })
     if (node.rolloutPercent !== null) rollouts.push(node)
     if (node.visibleFrom !== null || node.visibleUntil !== null) windowed.push(node)
@@ -92,18 +60,26 @@ export function buildMenuTrees(
   }
 
   const roots = new Map<Zone, readonly MenuNode[]>()
-  for (const [zone, rows] of rootRows) roots.set(zone, buildNodes(rows))
+  for (const [zone, indexes] of rootIndexes) roots.set(zone, buildNodes(indexes))
   rollouts.sort((a, b) => compareCodeUnits(a.itemKey, b.itemKey))
   return { roots, grantedRoles, rollouts, windowed }
 }
 
-/** Display order: position, then id as a number (ids are bigint decimal strings). */
-export function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
-  return a.position - b.position || compareDecimalIds(a.id, b.id)
-}
-
-function compareDecimalIds(a: string, b: string): number {
-  // Identity columns never have leading zeros, so a longer id is a larger one.
-  if (a.length !== b.length) return a.length - b.length
-  return compareCodeUnits(a, b)
+/**
+ * The item's labels by lowercased tag, flat and sorted by it; null when none. The default
+ * locale's label is `menu_items.label`, so a label row in that language is left out; of two
+ * spellings of one language the later in code-unit order wins, as on every instance.
+ */
+function localizeLabels(
+  labels: readonly string[],
+  defaultLowercase: string,
+): readonly string[] | null {
+  const byLowercase = new Map<string, string>()
+  for (let index = 0; index < labels.length; index += 2) {
+    const lowercase = (labels[index] as string).toLowerCase()
+    if (lowercase !== defaultLowercase) byLowercase.set(lowercase, labels[index + 1] as string)
+  }
+  if (byLowercase.size === 0) return null
+  const sorted = [...byLowercase].sort(([a], [b]) => compareCodeUnits(a, b))
+  return Object.freeze(sorted.flat())
 }

@@ -1,10 +1,13 @@
-import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
+import type { AppRow, BrandingRow } from '../db/read-snapshot-rows.js'
 import { ZONES, type Zone } from '../domain/vocabulary.js'
+import type { ContentItem } from './app-content.js'
 import { contentTag } from './content-tag.js'
 import type { Audience, MenuNode, ShellVariant, TaggedBody } from './types.js'
 
 /** The `app` block of the shell response. */
-export function renderAppJson(app: AppRow): string {
+export function renderAppJson(
+  app: Pick<AppRow, 'appKey' | 'name' | 'description' | 'homeUrl'>,
+): string {
   return JSON.stringify({
     key: app.appKey,
     name: app.name,
@@ -23,7 +26,10 @@ export function renderInventoryEntryJson(
 }
 
 /** The `branding` block: present even without a branding row. */
-export function renderBrandingJson(app: AppRow, branding: BrandingRow | undefined): string {
+export function renderBrandingJson(
+  app: Pick<AppRow, 'name'>,
+  branding: Omit<BrandingRow, 'appKey'> | null,
+): string {
   return JSON.stringify({
     productName: branding?.productName ?? app.name,
     logoUrl: branding?.logoUrl ?? null,
@@ -44,7 +50,9 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
  * An item's own fields in response order, up to its children's opening, and where its label's
  * JSON stands in them. One JSON.stringify, so one flat string: snapshots hold tens of thousands.
  */
-export function renderItemOpenJson(row: MenuItemRow): {
+export function renderItemOpenJson(
+  row: Pick<ContentItem, 'itemKey' | 'kind' | 'label' | 'icon' | 'href' | 'external'>,
+): {
   json: string
   labelStart: number
   labelEnd: number

@@ -30,9 +30,6 @@ export interface MenuNode {
   readonly localizedLabels: readonly string[] | null
 }
 
-/** An item's labels in locales other than its app's default, by lowercased tag. */
-export type ItemLabels = ReadonlyMap<string, string>
-
 /**
  * One app's shell response for one audience and locale, split around the `user` block so the
  * caller's is spliced in without re-serializing: body = head + userBlock + tail.
@@ -48,8 +45,6 @@ export interface ShellVariant {
 
 export interface AppView {
   readonly key: string
-  /** Every role granted on an item a root leads to (the others are never shown), sorted. */
-  readonly grantedRoles: readonly string[]
   /** The language of `menu_items.label`, as stored. */
   readonly defaultLocale: string
   /** The default locale and every locale of the app's labels, as stored, sorted. */
@@ -74,13 +69,21 @@ export interface Snapshot {
   readonly appsInventory: TaggedBody
   /** The next window boundary (ms since the epoch), when it must be made again; null: none. */
   readonly nextChangeAt: number | null
+  /** The app's view, made when first asked for; undefined: no such app. */
   app(appKey: string): AppView | undefined
+  /** Every role granted on one of the app's items, sorted, known without making its view. */
+  grantedRoles(appKey: string): readonly string[] | undefined
 }
+
+/** Where the snapshot in service was read: the database, or the file it was kept in. */
+export type SnapshotOrigin = 'database' | 'file'
 
 /** What the routes and the event streams read of the feed: the snapshot in service and its state. */
 export interface SnapshotSource {
   /** The snapshot in service, or undefined before the first load. */
   current(): Snapshot | undefined
+  /** Where the snapshot in service was read; undefined before the first load. */
+  origin(): SnapshotOrigin | undefined
   /** Why there is no snapshot yet, for /readyz. */
   notReadyReason(): string
   /** Seconds since the snapshot in service was last known to match the database; null before the first load. */

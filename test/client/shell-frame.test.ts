@@ -110,12 +110,20 @@ t.test('<shell-frame> in Chromium', { skip }, async (t) => {
   })
   const token = await service.token({ sub: 'user-1', roles: ['crm-sales'] })
   pages.setTokens('frame', async () => token)
-  const api = await httpRequest(
-    service.url,
-    '/api/v1/shell/crm',
-    bearer(token, { 'accept-language': 'de, en' }),
-  )
-  const shell = api.json<Shell>()
+  const fetchShell = async () =>
+    (
+      await httpRequest(
+        service.url,
+        '/api/v1/shell/crm',
+        bearer(token, { 'accept-language': 'de, en' }),
+      )
+    ).json<Shell>()
+  // The insert reaches the snapshot by a reload: wait for it, as the frame will.
+  let shell = await fetchShell()
+  await waitFor(async () => {
+    shell = await fetchShell()
+    return JSON.stringify(shell.menus.sidebar).includes('contacts.vip')
+  }, 'the nested item in the API')
 
   const page = (await pages.open(PAGE)).page
   const drawn = await waitForFrame(page, (frame) => frame.product !== null, 'the frame drawn')

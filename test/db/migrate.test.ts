@@ -105,6 +105,7 @@ t.test('a database of the previous version migrates to labels with no row lost',
     '004_one_revision_per_transaction.sql',
     '005_change_xids.sql',
     '006_audiences.sql',
+    '007_dataset.sql',
   ])
   t.same(await dump(), before, 'every row as it was')
   const [app] = await db.sql`select default_locale from shell.apps where app_key = 'crm'`

@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import t from 'tap'
-import { connectDatabase } from '../../src/db/connect.js'
 import { findFreePort } from '../../src/embedded/embedded.js'
 import { resolvePostgresRuntime } from '../../src/embedded/postgres-runtime.js'
 import { createSnapshotFeed } from '../../src/feed/snapshot-feed.js'
@@ -91,12 +90,10 @@ async function startPgBouncer(
 t.test('reloads through PgBouncer in transaction mode', { skip }, async (t) => {
   const db = await createTestDatabase(t)
   const bouncerUrl = await startPgBouncer(t, db)
-  const pool = connectDatabase(bouncerUrl, { max: 4 })
-  t.teardown(() => pool.end({ timeout: 1 }))
   const metrics = createMetrics({ defaultMetrics: false })
   // Listening directly, as FEED_DATABASE_URL would have it: only the reloads go through the pooler.
   const feed = createSnapshotFeed({
-    sql: pool,
+    readUrl: bouncerUrl,
     feedUrl: db.url,
     logger: pino({ level: 'silent' }),
     metrics,
@@ -124,8 +121,6 @@ t.test(
   async (t) => {
     const db = await createTestDatabase(t)
     const bouncerUrl = await startPgBouncer(t, db)
-    const pool = connectDatabase(bouncerUrl, { max: 4 })
-    t.teardown(() => pool.end({ timeout: 1 }))
     const lines: { level: number; msg: string }[] = []
     const logger = pino(
       { level: 'info' },
@@ -133,7 +128,7 @@ t.test(
     )
     const metrics = createMetrics({ defaultMetrics: false })
     const feed = createSnapshotFeed({
-      sql: pool,
+      readUrl: bouncerUrl,
       feedUrl: bouncerUrl,
       logger,
       metrics,

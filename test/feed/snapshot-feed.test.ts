@@ -3,14 +3,12 @@ import t, { type Test } from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import { migrateDatabase } from '../../src/db/migrate.js'
 import postgres from '../../src/db/postgres-driver.js'
-import type { SnapshotRead } from '../../src/db/read-snapshot-rows.js'
 import {
   createSnapshotFeed,
   type SnapshotFeed,
   type SnapshotFeedOptions,
 } from '../../src/feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
-import { buildFromRead } from '../../src/snapshot/build.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
 import { readMetric } from '../helpers/metrics.js'
@@ -34,15 +32,15 @@ function recordingLogger(): { logger: pino.Logger; lines: LogLine[] } {
   return { logger, lines }
 }
 
-/** A started feed on `sql`, listening on `feedUrl`, closed at teardown. */
+/** A started feed reading `readUrl`, listening on `feedUrl`, closed at teardown. */
 function startFeed(
   t: Test,
-  sql: postgres.Sql,
+  readUrl: string,
   feedUrl: string,
   overrides: Partial<SnapshotFeedOptions> = {},
 ): { feed: SnapshotFeed; metrics: Metrics } {
   const metrics = createMetrics({ defaultMetrics: false })
-  const feed = createSnapshotFeed({ sql, feedUrl, logger: silent, metrics, ...overrides })
+  const feed = createSnapshotFeed({ readUrl, feedUrl, logger: silent, metrics, ...overrides })
   feed.start()
   t.teardown(() => feed.close())
   return { feed, metrics }
@@ -70,17 +68,17 @@ const sidebarLabels = (feed: SnapshotFeed, roles: string[] = []) =>
   shellOf(feed, 'crm', roles)?.menus.sidebar?.map((item) => item.label)
 const appNameOf = (feed: SnapshotFeed) => shellOf(feed)?.app.name
 
-/** The server processes of the feed's listening connections to the test database. */
-async function feedBackends(db: TestDatabase): Promise<number[]> {
+/** The server processes of the feed's listening connections (or others) to the test database. */
+async function feedBackends(db: TestDatabase, application = 'shell-data-feed'): Promise<number[]> {
   const rows = await db.sql<{ pid: number }[]>`
     select pid from pg_stat_activity
-    where datname = ${db.name} and application_name = 'shell-data-feed'`
+    where datname = ${db.name} and application_name = ${application}`
   return rows.map((row) => row.pid)
 }
 
 t.test('each kind of change on each table reaches the snapshot', async (t) => {
   const db = await createTestDatabase(t)
-  const { feed } = startFeed(t, db.sql, db.url)
+  const { feed } = startFeed(t, db.url, db.url)
   await waitFor(() => feed.current() !== undefined, 'the first snapshot')
   t.equal(feed.current()?.appKeys.length, 0)
 
@@ -160,7 +158,7 @@ t.test(
   async (t) => {
     const db = await createTestDatabase(t)
     await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM')`
-    const { feed, metrics } = startFeed(t, db.sql, db.url)
+    const { feed, metrics } = startFeed(t, db.url, db.url)
     await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
     await waitFor(() => feed.current() !== undefined, 'the first snapshot')
     const before = await reloadsOf(metrics, 'success')
@@ -187,16 +185,15 @@ t.test('a change committed during a reload causes one more reload and is not los
   const db = await createTestDatabase(t)
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'Before')`
   let committedDuringReload = false
-  let builds = 0
-  const { feed } = startFeed(t, db.sql, db.url, {
-    async build(read, previous) {
-      builds += 1
+  let reads = 0
+  const { feed } = startFeed(t, db.url, db.url, {
+    async onRead() {
+      reads += 1
       // The rows of this reload are read; commit a change before the reload finishes.
-      if (builds === 2) {
+      if (reads === 2) {
         await db.sql`update shell.apps set name = 'After'`
         committedDuringReload = true
       }
-      return buildFromRead(read, previous)
     },
   })
   await waitFor(() => feed.current() !== undefined, 'the first snapshot')
@@ -207,7 +204,7 @@ t.test('a change committed during a reload causes one more reload and is not los
 })
 
 t.test(
-  'a change to one app reads and builds that app only; after a reconnect, everything',
+  'a change to one app reads and builds that app only; after a reconnect, what changed meanwhile',
   async (t) => {
     const db = await createTestDatabase(t)
     await db.sql`insert into shell.apps (app_key, name) values ('crm', 'CRM'), ('hr', 'HR')`
@@ -215,13 +212,9 @@ t.test(
       insert into shell.menu_items (app_key, item_key, zone, label)
       values ('crm', 'a', 'sidebar', 'A'), ('hr', 'b', 'sidebar', 'B')`
     const reads: { complete: boolean; apps: string[] }[] = []
-    const { feed, metrics } = startFeed(t, db.sql, db.url, {
-      build(read: SnapshotRead, previous) {
-        reads.push({
-          complete: read.complete,
-          apps: read.rows.apps.map((app) => app.appKey).sort(),
-        })
-        return buildFromRead(read, previous)
+    const { feed, metrics } = startFeed(t, db.url, db.url, {
+      onRead(read) {
+        reads.push({ complete: read.complete, apps: [...read.appKeys].sort() })
       },
     })
     await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
@@ -235,14 +228,32 @@ t.test(
     t.equal(feed.current()?.app('hr'), hrView, 'hr was taken over as it was')
 
     const beforeReconnect = reads.length
+    const beforeSnapshot = feed.current()
     for (const pid of await feedBackends(db)) await db.sql`select pg_terminate_backend(${pid})`
     await waitFor(() => reads.length > beforeReconnect, 'a reload after the reconnect')
     t.same(
       reads[beforeReconnect],
-      { complete: true, apps: ['crm', 'hr'] },
-      'which reads everything',
+      { complete: true, apps: [] },
+      'which checks every app and reads none: nothing changed',
     )
-    t.equal(feed.current()?.app('hr'), hrView, 'and keeps the views whose content is the same')
+    t.equal(feed.current(), beforeSnapshot, 'the snapshot in service stays')
+
+    // Changed while nobody listened: the complete read after the reconnect reads that app only.
+    const crmView = feed.current()?.app('crm')
+    const lateReconnect = reads.length
+    const backends = await feedBackends(db)
+    await db.sql`select pg_terminate_backend(pid) from unnest(${db.sql.array(backends)}::int[]) as pid`
+    await db.sql`update shell.menu_items set label = 'B2' where app_key = 'hr'`
+    await waitFor(
+      () => reads.some((read, index) => index >= lateReconnect && read.complete),
+      'the complete read',
+    )
+    await waitFor(() => shellOf(feed, 'hr')?.menus.sidebar?.[0]?.label === 'B2', 'the change')
+    t.ok(
+      reads.slice(lateReconnect).every((read) => read.apps.every((app) => app === 'hr')),
+      'no read took crm again',
+    )
+    t.equal(feed.current()?.app('crm'), crmView, "crm's view kept")
   },
 )
 
@@ -252,7 +263,7 @@ t.test(
     const db = await createTestDatabase(t)
     await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
     const { logger, lines } = recordingLogger()
-    const { feed, metrics } = startFeed(t, db.sql, db.url, { logger })
+    const { feed, metrics } = startFeed(t, db.url, db.url, { logger })
     await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
     const backends = await feedBackends(db)
     t.equal(backends.length, 1, 'one listening connection')
@@ -274,7 +285,7 @@ t.test(
   async (t) => {
     const db = await createTestDatabase(t)
     await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
-    const { feed, metrics } = startFeed(t, db.sql, db.url)
+    const { feed, metrics } = startFeed(t, db.url, db.url)
     await waitFor(async () => (await reloadsOf(metrics, 'success')) >= 1, 'the first reload')
     const loaded = feed.current()
     // A second session holds the apps table, so the next reload waits inside its read.
@@ -313,7 +324,7 @@ async function startFeedWithProxiedListener(t: Test) {
   const proxy = await startTcpProxy(hostname, Number(port))
   t.teardown(() => proxy.close())
   const { logger, lines } = recordingLogger()
-  const started = startFeed(t, db.sql, proxy.route(db.url), { logger, checkIntervalMs: 200 })
+  const started = startFeed(t, db.url, proxy.route(db.url), { logger, checkIntervalMs: 200 })
   await waitFor(async () => (await listeningOf(started.metrics)) === 1, 'listening')
   await waitFor(() => appNameOf(started.feed) === 'One', 'the first snapshot')
   return { ...started, db, proxy, lines }
@@ -394,7 +405,7 @@ t.test('with no LISTEN at all, the check alone follows the database', async (t) 
   const db = await createTestDatabase(t)
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
   // Nothing listens on port 1: LISTEN fails over and over, reads work.
-  const { feed, metrics } = startFeed(t, db.sql, 'postgres://nobody@127.0.0.1:1/none', {
+  const { feed, metrics } = startFeed(t, db.url, 'postgres://nobody@127.0.0.1:1/none', {
     checkIntervalMs: 200,
   })
   await waitFor(() => appNameOf(feed) === 'One', 'the first snapshot, without LISTEN')
@@ -404,25 +415,22 @@ t.test('with no LISTEN at all, the check alone follows the database', async (t) 
   t.ok((feed.snapshotAgeSeconds() ?? Number.POSITIVE_INFINITY) < 2, 'and the snapshot is fresh')
 })
 
-/** A feed whose pool goes through a TCP proxy while its listening connection does not. */
+/** A feed whose reads go through a TCP proxy while its listening connection does not. */
 async function startFeedWithProxiedPool(t: Test) {
   const db = await createTestDatabase(t)
   await db.sql`insert into shell.apps (app_key, name) values ('crm', 'One')`
   const target = new URL(db.url)
   const proxy = await startTcpProxy(target.hostname, Number(target.port))
   t.teardown(() => proxy.close())
-  // One connection: nothing to route around the fault with.
-  const pool = connectDatabase(proxy.route(db.url), { max: 1 })
-  t.teardown(() => pool.end({ timeout: 1 }))
   const { logger, lines } = recordingLogger()
-  const started = startFeed(t, pool, db.url, { logger, readTimeoutMs: 1_000 })
+  const started = startFeed(t, proxy.route(db.url), db.url, { logger, readTimeoutMs: 1_000 })
   await waitFor(async () => (await listeningOf(started.metrics)) === 1, 'listening')
   await waitFor(() => appNameOf(started.feed) === 'One', 'the first snapshot')
   return { ...started, db, proxy, lines }
 }
 
 t.test(
-  'a pool that stops answering: reloads give up at their deadline, then recover',
+  'a read connection gone silent: the read gives up at its deadline and ends it; the next gets through',
   async (t) => {
     const { proxy, db, feed, metrics, lines } = await startFeedWithProxiedPool(t)
     proxy.freeze()
@@ -432,11 +440,28 @@ t.test(
       lines.some((line) => line.error?.code === 'READ_TIMEOUT' && line.level === 40)
     await waitFor(timedOut, 'the reload giving up at its deadline', 5_000)
     t.ok((await reloadsOf(metrics, 'error')) >= 1, 'counted as a failed reload')
+    // The silent connection is still open (frozen, not closed): only a new one can answer.
+    await waitFor(() => appNameOf(feed) === 'Two', 'the change, on a new connection', 5_000)
+    t.pass('served without the silent connection coming back')
+  },
+)
+
+t.test(
+  'a silent partition: reads keep ending their connections, and the one after it heals gets through',
+  async (t) => {
+    const { proxy, db, feed, lines } = await startFeedWithProxiedPool(t)
+    // Open connections go silent and new ones hang being made: nothing reaches the database.
+    proxy.freeze()
+    proxy.hold()
+    await db.sql`update shell.apps set name = 'Two'`
+    const timeouts = () =>
+      lines.filter((line) => line.error?.code === 'READ_TIMEOUT' && line.level === 40).length
+    await waitFor(() => timeouts() >= 3, 'three reads giving up during the partition', 10_000)
     t.equal(appNameOf(feed), 'One', 'the snapshot in service is kept')
-    // The silent connections are reset; new ones get through.
-    proxy.cut()
-    await waitFor(() => appNameOf(feed) === 'Two', 'the change after the pool recovered')
-    t.pass('the change arrives')
+    // Healed: new connections pass; the old ones stay silent, as after a lost NAT entry.
+    proxy.release()
+    await waitFor(() => appNameOf(feed) === 'Two', 'the change once the partition heals', 5_000)
+    t.pass('no read waits behind a connection from the partition')
   },
 )
 
@@ -449,7 +474,7 @@ t.test(
     t.teardown(() => sql.end({ timeout: 1 }))
     await migrateDatabase(sql)
     await sql`insert into shell.apps (app_key, name) values ('crm', 'Before')`
-    const { feed, metrics } = startFeed(t, sql, server.adminUrl)
+    const { feed, metrics } = startFeed(t, server.adminUrl, server.adminUrl)
     await waitFor(() => appNameOf(feed) === 'Before', 'the first snapshot')
     await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
 
@@ -475,9 +500,7 @@ t.test(
     const metrics = createMetrics({ defaultMetrics: false })
     // Nothing listens on port 1: every connection is refused.
     const url = 'postgres://nobody:nothing@127.0.0.1:1/none'
-    const sql = connectDatabase(url, { max: 1 })
-    t.teardown(() => sql.end({ timeout: 0 }))
-    const feed = createSnapshotFeed({ sql, feedUrl: url, logger: silent, metrics })
+    const feed = createSnapshotFeed({ readUrl: url, feedUrl: url, logger: silent, metrics })
     t.equal(feed.notReadyReason(), 'loading the first snapshot')
     feed.start()
     t.teardown(() => feed.close())
@@ -491,13 +514,19 @@ t.test(
 t.test('closing the feed leaves no connection behind', async (t) => {
   const db = await createTestDatabase(t)
   const metrics = createMetrics({ defaultMetrics: false })
-  const feed = createSnapshotFeed({ sql: db.sql, feedUrl: db.url, logger: silent, metrics })
+  const feed = createSnapshotFeed({ readUrl: db.url, feedUrl: db.url, logger: silent, metrics })
   feed.start()
   await waitFor(async () => (await listeningOf(metrics)) === 1, 'listening')
+  await waitFor(() => feed.current() !== undefined, 'the first snapshot')
+  t.equal((await feedBackends(db, 'shell-data-reads')).length, 1, 'one connection reads')
   await feed.close()
   await waitFor(
     async () => (await feedBackends(db)).length === 0,
     'the listening connection closed',
+  )
+  await waitFor(
+    async () => (await feedBackends(db, 'shell-data-reads')).length === 0,
+    'the read connection closed',
   )
   await sleep(300)
   t.equal(await listeningOf(metrics), 0, 'not listening, and not reconnecting')

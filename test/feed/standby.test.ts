@@ -12,14 +12,12 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { createTokenVerifier } from '../../src/auth/verify-token.js'
 import { loadConfig } from '../../src/config/config.js'
-import type { Sql } from '../../src/db/connect.js'
 import {
   createSnapshotFeed,
   type SnapshotFeed,
   type SnapshotFeedOptions,
 } from '../../src/feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
-import { buildFromRead } from '../../src/snapshot/build.js'
 import { buildCaller } from '../../src/snapshot/caller.js'
 import { openEventStream } from '../helpers/event-stream-client.js'
 import { bearer, httpRequest } from '../helpers/http-client.js'
@@ -57,14 +55,14 @@ interface LogLine {
 
 function startFeed(
   t: Test,
-  sql: Sql,
+  readUrl: string,
   feedUrl: string,
   overrides: Partial<SnapshotFeedOptions> = {},
 ): { feed: SnapshotFeed; metrics: Metrics; lines: LogLine[] } {
   const lines: LogLine[] = []
   const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) })
   const metrics = createMetrics({ defaultMetrics: false })
-  const feed = createSnapshotFeed({ sql, feedUrl, logger, metrics, ...overrides })
+  const feed = createSnapshotFeed({ readUrl, feedUrl, logger, metrics, ...overrides })
   feed.start()
   t.teardown(() => feed.close())
   return { feed, metrics, lines }
@@ -121,7 +119,7 @@ t.test(
   'a commit on the primary is served from the standby within its lag, never a check period later',
   async (t) => {
     const db = await createReplicatedDatabase(t, replica)
-    const { feed, metrics } = startFeed(t, db.standby, db.primaryUrl, {
+    const { feed, metrics } = startFeed(t, db.standbyUrl, db.primaryUrl, {
       checkIntervalMs: LONG_CHECK_MS,
     })
     await waitFor(async () => (await readMetric(metrics.feedListening)) === 1, 'LISTEN')
@@ -182,11 +180,10 @@ t.test(
   async (t) => {
     const db = await createReplicatedDatabase(t, replica)
     let reads = 0
-    const { feed, metrics } = startFeed(t, db.standby, db.primaryUrl, {
+    const { feed, metrics } = startFeed(t, db.standbyUrl, db.primaryUrl, {
       checkIntervalMs: LONG_CHECK_MS,
-      build: (read, previous) => {
+      onRead: () => {
         reads += 1
-        return buildFromRead(read, previous)
       },
     })
     await waitFor(async () => (await readMetric(metrics.feedListening)) === 1, 'LISTEN')
@@ -218,7 +215,7 @@ t.test(
     const db = await createReplicatedDatabase(t, replica)
     const waitMaxMs = 300
     const checkMs = 500
-    const { feed, metrics, lines } = startFeed(t, db.standby, db.primaryUrl, {
+    const { feed, metrics, lines } = startFeed(t, db.standbyUrl, db.primaryUrl, {
       checkIntervalMs: checkMs,
       replayWaitMaxMs: waitMaxMs,
     })
@@ -253,7 +250,7 @@ t.test(
 
 t.test('reading from the primary itself, nothing waits and nothing is observed', async (t) => {
   const db = await createReplicatedDatabase(t, replica)
-  const { feed, metrics } = startFeed(t, db.primary, db.primaryUrl, {
+  const { feed, metrics } = startFeed(t, db.primaryUrl, db.primaryUrl, {
     checkIntervalMs: LONG_CHECK_MS,
   })
   await waitFor(async () => (await readMetric(metrics.feedListening)) === 1, 'LISTEN')
@@ -269,7 +266,7 @@ t.test(
   'a standby without FEED_DATABASE_URL: said once, not listening, fresh by the check',
   async (t) => {
     const db = await createReplicatedDatabase(t, replica)
-    const { feed, metrics, lines } = startFeed(t, db.standby, db.standbyUrl)
+    const { feed, metrics, lines } = startFeed(t, db.standbyUrl, db.standbyUrl)
     await waitFor(() => appNameOf(feed) === 'CRM', 'the first snapshot, without LISTEN')
     const refusals = () => lines.filter((line) => /LISTEN/.test(line.msg) && line.level >= 20)
     await waitFor(() => refusals().length > 0, 'LISTEN refused')

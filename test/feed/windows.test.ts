@@ -19,9 +19,14 @@ import { callerWith, outlineZone } from '../snapshot/rows.js'
 /** How long after its instant a window's change may take to be served. */
 const WITHIN_MS = 1_000
 
-function startFeed(t: Test, sql: Sql, url: string): SnapshotFeed {
+function startFeed(t: Test, url: string): SnapshotFeed {
   const metrics = createMetrics({ defaultMetrics: false })
-  const feed = createSnapshotFeed({ sql, feedUrl: url, logger: pino({ level: 'silent' }), metrics })
+  const feed = createSnapshotFeed({
+    readUrl: url,
+    feedUrl: url,
+    logger: pino({ level: 'silent' }),
+    metrics,
+  })
   feed.start()
   t.teardown(() => feed.close())
   return feed
@@ -46,7 +51,7 @@ t.test('a window opens and another closes at their instant, with no database cha
   const db = await createTestDatabase(t)
   const instant = new Date(Date.now() + 1_500)
   await insertWindowedApp(db.sql, instant)
-  const feed = startFeed(t, db.sql, db.url)
+  const feed = startFeed(t, db.url)
   await waitFor(() => sidebarOf(feed) === 'home,closing', 'the first snapshot, before the instant')
   await waitFor(() => sidebarOf(feed) === 'home,opening', 'the windows switching', 5_000)
   const lateMs = Date.now() - instant.getTime()
@@ -57,7 +62,7 @@ t.test('a window opens and another closes at their instant, with no database cha
 t.test('a window changed by SQL while the feed runs is followed, ahead and behind', async (t) => {
   const db = await createTestDatabase(t)
   await insertWindowedApp(db.sql, new Date(Date.UTC(2040, 0, 1)))
-  const feed = startFeed(t, db.sql, db.url)
+  const feed = startFeed(t, db.url)
   await waitFor(
     () => sidebarOf(feed) === 'home,closing',
     'a window years ahead: closing still shown',
@@ -83,7 +88,7 @@ t.test('a window that opens while the database is down opens all the same', asyn
   await migrateDatabase(sql)
   const instant = new Date(Date.now() + 3_000)
   await insertWindowedApp(sql, instant)
-  const feed = startFeed(t, sql, server.adminUrl)
+  const feed = startFeed(t, server.adminUrl)
   await waitFor(() => sidebarOf(feed) === 'home,closing', 'the first snapshot')
   await server.stop()
   await waitFor(() => sidebarOf(feed) === 'home,opening', 'the window opening', 10_000)

@@ -1,0 +1,65 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import type { Sql } from '../db/connect.js'
+import { type ChangesFound, readSnapshotChanges } from '../db/read-snapshot-rows.js'
+import { type AppRecord, recordApp } from '../snapshot/app-record.js'
+import { groupRowsByApp } from '../snapshot/app-rows.js'
+import { datasetOf, revisionInSnapshot } from '../snapshot/build.js'
+import type { Snapshot } from '../snapshot/types.js'
+
+/**
+ * The longest a reload builds apps before it yields to the event loop: a reload of thousands of
+ * apps is many short tasks, and requests and probes wait for one at most.
+ */
+const BUILD_SLICE_MS = 10
+
+/** What a read of the database brings to put on top of `base`. */
+export interface ChangedApps {
+  readonly found: ChangesFound
+  /** The apps whose revision moved, read and recorded. */
+  readonly records: readonly AppRecord[]
+  /** `base`'s apps that are gone. */
+  readonly removedApps: readonly string[]
+}
+
+/**
+ * Reads the apps changed since `since` (every app's revision when undefined) and records those
+ * whose revision differs from `base`'s, chunk by chunk as they arrive, yielding every 10 ms. A
+ * base of another dataset (sql/007_dataset.sql) knows nothing of this database's revisions:
+ * every app is read then.
+ */
+export async function readChangedApps(
+  sql: Sql,
+  base: Snapshot | undefined,
+  since: string | undefined,
+): Promise<ChangedApps> {
+  const records: AppRecord[] = []
+  const found = await readSnapshotChanges(sql, {
+    ...(since === undefined ? {} : { since }),
+    selectApps(found) {
+      const sameDataset = base !== undefined && datasetOf(base) === found.dataset
+      return found.revisions
+        .filter(
+          ({ appKey, revision }) =>
+            !sameDataset || revision === null || revisionInSnapshot(base, appKey) !== revision,
+        )
+        .map((app) => app.appKey)
+    },
+    async onRows(rows) {
+      let sliceStartedAt = performance.now()
+      for (const appRows of groupRowsByApp(rows)) {
+        records.push(recordApp(appRows))
+        if (performance.now() - sliceStartedAt < BUILD_SLICE_MS) continue
+        await yieldToEventLoop()
+        sliceStartedAt = performance.now()
+      }
+    },
+  })
+  return { found, records, removedApps: removedBy(found, base) }
+}
+
+/** The base's apps a read says are gone: those deleted since, or a complete read lacks. */
+function removedBy(found: ChangesFound, base: Snapshot | undefined): readonly string[] {
+  if (!found.complete) return found.removedApps
+  const present = new Set(found.revisions.map((app) => app.appKey))
+  return (base?.appKeys ?? []).filter((appKey) => !present.has(appKey))
+}

@@ -1,0 +1,51 @@
+import { connectDatabase, type Sql } from '../db/connect.js'
+
+/** The connection the feed reads the database through (DATABASE_URL). */
+export interface ReadConnection {
+  /**
+   * Runs `read`; past `deadlineMs` it rejects with code READ_TIMEOUT and ends the connection it
+   * runs on, so the next read gets a new one. In a silent network partition a cancel request
+   * would not arrive either, and a query left running would hold its connection until TCP gives
+   * up, minutes later.
+   */
+  run<T>(read: (sql: Sql) => Promise<T>, deadlineMs: number): Promise<T>
+  close(): Promise<void>
+}
+
+/**
+ * One connection: the feed reads one thing at a time (a reload, a check, a standby's position),
+ * and a connection that stops answering must be ended, which a pool cannot do for one of its own.
+ */
+export function createReadConnection(url: string): ReadConnection {
+  const connect = () => connectDatabase(url, { max: 1, applicationName: 'shell-data-reads' })
+  let sql = connect()
+  let closed = false
+  return {
+    async run(read, deadlineMs) {
+      if (closed) throw new Error('the read connection is closed')
+      const current = sql
+      const work = read(current)
+      work.catch(() => {})
+      let timer: NodeJS.Timeout | undefined
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          if (sql === current && !closed) sql = connect()
+          // Its socket is destroyed at once; the query fails with it.
+          void current.end({ timeout: 0 })
+          const message = `the database did not answer within ${Math.round(deadlineMs)} ms`
+          reject(Object.assign(new Error(message), { code: 'READ_TIMEOUT' }))
+        }, deadlineMs)
+      })
+      try {
+        return await Promise.race([work, deadline])
+      } finally {
+        clearTimeout(timer)
+      }
+    },
+    async close() {
+      closed = true
+      // A read in flight is given up: the next start reads again.
+      await sql.end({ timeout: 1 })
+    },
+  }
+}

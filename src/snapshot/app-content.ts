@@ -1,0 +1,166 @@
+import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
+import type { MenuKind, Zone } from '../domain/vocabulary.js'
+
+/**
+ * One app's content with nothing of how the database stores it: no row ids, no row order. Items
+ * are the ones a root leads to, in display order at every level, each after its parent (a
+ * pre-order walk), so equal content is equal JSON on every instance, and a snapshot keeps each
+ * app as those bytes, making its views only when it is asked for (app-views.ts).
+ */
+export interface AppContent {
+  readonly app: Omit<AppRow, 'revision'>
+  readonly branding: Omit<BrandingRow, 'appKey'> | null
+  readonly items: readonly ContentItem[]
+}
+
+export interface ContentItem {
+  readonly itemKey: string
+  readonly zone: Zone
+  /** Its parent's index in `items` (always lower); -1 for a root. */
+  readonly parent: number
+  readonly position: number
+  readonly kind: MenuKind
+  /** The label in the app's default locale. */
+  readonly label: string
+  readonly icon: string | null
+  readonly href: string | null
+  readonly external: boolean
+  readonly rolloutPercent: number | null
+  readonly visibleFrom: number | null
+  readonly visibleUntil: number | null
+  /** Granted roles, distinct and sorted. */
+  readonly roles: readonly string[]
+  /** Labels in other locales as stored, flat (locale, label, locale, label, …), sorted by locale. */
+  readonly labels: readonly string[]
+}
+
+/*
+ * The JSON is arrays, not objects: a fifth of the bytes, and the snapshot holds thousands of
+ * apps. Positions in them are named by the tuples below; changing them changes every app's hash,
+ * so the snapshot file's format number (snapshot-file/format.ts) moves with them.
+ */
+type AppTuple = [
+  appKey: string,
+  name: string,
+  description: string | null,
+  homeUrl: string | null,
+  defaultLocale: string,
+  branding: BrandingTuple | null,
+  items: ItemTuple[],
+]
+type BrandingTuple = [
+  productName: string | null,
+  logoUrl: string | null,
+  faviconUrl: string | null,
+  primaryColor: string | null,
+  accentColor: string | null,
+  footerText: string | null,
+  theme: unknown,
+]
+export type ItemTuple = [
+  itemKey: string,
+  zone: Zone,
+  parent: number,
+  position: number,
+  kind: MenuKind,
+  label: string,
+  icon: string | null,
+  href: string | null,
+  external: boolean,
+  rolloutPercent: number | null,
+  visibleFrom: number | null,
+  visibleUntil: number | null,
+  roles: readonly string[],
+  labels: readonly string[],
+]
+
+/** One item's tuple: its row's fields, its parent's index, its roles and labels (sorted). */
+export function encodeItem(
+  row: Omit<MenuItemRow, 'id' | 'appKey' | 'parentId'>,
+  parent: number,
+  roles: readonly string[],
+  labels: readonly string[],
+): ItemTuple {
+  return [
+    row.itemKey,
+    row.zone,
+    parent,
+    row.position,
+    row.kind,
+    row.label,
+    row.icon,
+    row.href,
+    row.external,
+    row.rolloutPercent,
+    row.visibleFrom,
+    row.visibleUntil,
+    roles,
+    labels,
+  ]
+}
+
+/** The content's canonical JSON, its items encoded in display order (encodeItem). */
+export function encodeAppContent(
+  app: Omit<AppRow, 'revision'>,
+  branding: Omit<BrandingRow, 'appKey'> | undefined,
+  items: ItemTuple[],
+): string {
+  const tuple: AppTuple = [
+    app.appKey,
+    app.name,
+    app.description,
+    app.homeUrl,
+    app.defaultLocale,
+    branding === undefined
+      ? null
+      : [
+          branding.productName,
+          branding.logoUrl,
+          branding.faviconUrl,
+          branding.primaryColor,
+          branding.accentColor,
+          branding.footerText,
+          branding.theme ?? null,
+        ],
+    items,
+  ]
+  return JSON.stringify(tuple)
+}
+
+/** The content back from its JSON (bytes this service encoded: a snapshot's or its file's). */
+export function decodeAppContent(json: Buffer | string): AppContent {
+  const [appKey, name, description, homeUrl, defaultLocale, branding, items] = JSON.parse(
+    json.toString(),
+  ) as AppTuple
+  return {
+    app: { appKey, name, description, homeUrl, defaultLocale },
+    branding:
+      branding === null
+        ? null
+        : {
+            productName: branding[0],
+            logoUrl: branding[1],
+            faviconUrl: branding[2],
+            primaryColor: branding[3],
+            accentColor: branding[4],
+            footerText: branding[5],
+            theme: branding[6],
+          },
+    items: items.map((item) => ({
+      itemKey: item[0],
+      zone: item[1],
+      parent: item[2],
+      position: item[3],
+      kind: item[4],
+      label: item[5],
+      icon: item[6],
+      href: item[7],
+      external: item[8],
+      rolloutPercent: item[9],
+      visibleFrom: item[10],
+      visibleUntil: item[11],
+      roles: item[12],
+      labels: item[13],
+    })),
+  }
+}
