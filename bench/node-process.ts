@@ -6,6 +6,8 @@ import { PACKAGE_ROOT, serviceEnv } from '../test/helpers/service-process.js'
 
 /** The large data set is read and built before /readyz answers. */
 const READY_TIMEOUT_MS = 120_000
+/** How often /readyz is asked during a start: the resolution of `startup`. */
+const READY_POLL_MS = 10
 /** The service drains within 10 s of SIGINT (no SHUTDOWN_DELAY_S); past this it is killed. */
 const STOP_TIMEOUT_MS = 15_000
 
@@ -15,6 +17,8 @@ export interface NodeProcess {
   readonly pid: number
   /** Settles when the process has exited, with how. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /** Milliseconds from the spawn until it first answered HTTP (listening), then /readyz 200. */
+  readonly startup: { readonly listeningMs: number; readonly readyMs: number }
   /**
    * SIGINT, SIGKILL after a while; a --cpu-prof profile is written on the
    * way out. SIGINT rather than SIGTERM: nothing balances load onto these
@@ -51,8 +55,11 @@ export async function startNodeProcess(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   )
+  const spawnedAt = performance.now()
+  const startup = { listeningMs: Number.NaN, readyMs: Number.NaN }
   const started: NodeProcess = {
     url: `http://127.0.0.1:${port}`,
+    startup,
     pid: child.pid ?? -1,
     exited,
     async stop() {
@@ -64,22 +71,28 @@ export async function startNodeProcess(
     },
   }
   const deadline = Date.now() + READY_TIMEOUT_MS
-  while (!(await isReady(started.url))) {
+  for (;;) {
+    const status = await readinessOf(started.url)
+    const elapsedMs = performance.now() - spawnedAt
+    if (status !== 0 && Number.isNaN(startup.listeningMs)) startup.listeningMs = elapsedMs
+    if (status === 200) break
     if (child.exitCode !== null || Date.now() > deadline) {
       await started.stop()
       throw new Error(`${name} exited or was not ready in time:\n${output}`)
     }
-    await sleep(100)
+    await sleep(READY_POLL_MS)
   }
+  startup.readyMs = performance.now() - spawnedAt
   return started
 }
 
-async function isReady(url: string): Promise<boolean> {
+/** /readyz's status; 0 while nothing listens. */
+async function readinessOf(url: string): Promise<number> {
   try {
     const response = await fetch(`${url}/readyz`)
     await response.arrayBuffer()
-    return response.status === 200
+    return response.status
   } catch {
-    return false
+    return 0
   }
 }

@@ -7,6 +7,7 @@ import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
 import { pageLoad } from './scenarios/page-load.js'
 import { refresh } from './scenarios/refresh.js'
+import { scale } from './scenarios/scale.js'
 import { shell } from './scenarios/shell.js'
 import { snapshot } from './scenarios/snapshot.js'
 import { standby } from './scenarios/standby.js'
@@ -15,7 +16,8 @@ import { streams } from './scenarios/streams.js'
 /**
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
- * the floods of new tokens and reloads; page-load, streams, deploy, outage
+ * the floods of new tokens and reloads; scale terminates the large
+ * database's backends and bumps its revisions, which the others reload; page-load, streams, deploy, outage
  * and standby, with services (and for page-load, outage and standby
  * databases) of their own, come last, so they leave nothing behind for the
  * others.
@@ -28,6 +30,7 @@ export const SCENARIOS: readonly Scenario[] = [
   newToken,
   refresh,
   snapshot,
+  scale,
   pageLoad,
   streams,
   deploy,
