@@ -10,7 +10,9 @@
  * No dependency: it runs wherever `fetch` is, in a browser or on Node 20.
  */
 import { findLocalStorage, openKeptShells } from './kept-shells.js'
+import { readTokenSub } from './read-token-sub.js'
 import { backoff, readRetryAfter } from './retry-delays.js'
+import { findModuleBaseUrl, isCrossOrigin } from './service-location.js'
 import { createShellStream } from './shell-stream.js'
 import type {
   Shell,
@@ -368,37 +370,6 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
       stream.close()
       ready.reject(createError({ status: 0, detail: 'the shell client was closed' }))
     },
-  }
-}
-
-/** Where the service is when this module came from it: its URL less `/client/v1/...`. */
-function findModuleBaseUrl(): string {
-  const url = new URL(import.meta.url)
-  const at = url.pathname.lastIndexOf('/client/v1/')
-  if (at < 0 || !url.protocol.startsWith('http')) {
-    throw new TypeError('createShellClient: a bundled module needs baseUrl')
-  }
-  return url.origin + url.pathname.slice(0, at)
-}
-
-/** A page (or a worker) on another origin than `url`'s; never so where there is no page (Node). */
-function isCrossOrigin(url: string): boolean {
-  const here = globalThis.location?.origin
-  return here !== undefined && here !== new URL(url).origin
-}
-
-/**
- * The `sub` claim of a JWT's payload, read, not verified: it only picks the
- * stored shell, and the service checks the token on every request.
- */
-function readTokenSub(token: string): string | undefined {
-  try {
-    const payload = (token.split('.')[1] ?? '').replace(/-/g, '+').replace(/_/g, '/')
-    const bytes = Uint8Array.from(atob(payload), (char) => char.charCodeAt(0))
-    const { sub } = JSON.parse(new TextDecoder().decode(bytes)) as { sub?: unknown }
-    return typeof sub === 'string' ? sub : undefined
-  } catch {
-    return undefined
   }
 }
 
