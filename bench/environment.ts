@@ -173,6 +173,14 @@ export async function setUpEnvironment(
       )
       return { ...(await newTokens) }
     },
+    /** The first warm user's next `count` tokens (a new jti and iat each), as renewals bring them. */
+    renewTokens(count: number): Promise<string[]> {
+      const owner = users[0] as BenchUser
+      return issuer.mintTokens(
+        Array.from({ length: count }, () => owner),
+        TOKEN_LIFETIME_S,
+      )
+    },
     /** Tokens of users no service has seen (so bodies no one has been sent): minted on the first call. */
     async newUserPool(): Promise<TokenPool> {
       const strangers = generateUsers(WARM_USERS + settings.newTokens).slice(WARM_USERS)

@@ -29,18 +29,21 @@ try {
 process.exit(exitCode)
 
 /**
- * Every instance serves dist/client (routes/client-modules.ts), also when the
- * tests run it from src/ under tsx: built again when a source is newer, so a
- * test never runs yesterday's module.
+ * Every instance serves dist/client/served (routes/client-modules.ts), also
+ * when the tests run it from src/ under tsx, and the package's copies are
+ * dist/client's: built again when a source is newer, so a test never runs
+ * yesterday's module.
  */
 function buildClientModulesWhenStale(): void {
-  const newest = (dir: string) =>
-    Math.max(0, ...readdirSync(dir).map((name) => statSync(`${dir}/${name}`).mtimeMs))
-  const oldest = (dir: string) =>
-    Math.min(...readdirSync(dir).map((name) => statSync(`${dir}/${name}`).mtimeMs))
+  const mtimes = (dir: string) =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => statSync(`${dir}/${entry.name}`).mtimeMs)
+  const newest = (dir: string) => Math.max(0, ...mtimes(dir))
   let built = 0
   try {
-    built = oldest('dist/client')
+    const builds = [...mtimes('dist/client'), ...mtimes('dist/client/served')]
+    if (builds.length > 0) built = Math.min(...builds)
   } catch {}
   if (built > newest('src/client')) return
   const build = spawnSync('npm', ['run', '--silent', 'build:client'], { stdio: 'inherit' })

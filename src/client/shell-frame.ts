@@ -7,24 +7,28 @@
  *   <shell-frame app="crm" locales="de,en"><main>…</main></shell-frame>
  *   document.querySelector('shell-frame').getToken = async ({ renew }) => token
  *
- * Attributes: `app`, `base-url`, `locales` (comma-separated), `live="false"`
- * and `sub`, as the client's options. Themable through the parts named in
- * `part` attributes and `--shell-primary-color` / `--shell-accent-color`.
+ * Attributes: `app`, `base-url`, `locales` (comma-separated), `live="false"`,
+ * `storage="none"` and `sub`, as the client's options; `label-topbar`,
+ * `label-sidebar`, `label-user-menu`, `label-footer` and `label-new-tab`, the
+ * element's own names in the page's language. Themable through the parts
+ * named in `part` attributes and `--shell-primary-color` / `--shell-accent-color`.
+ *
+ * Served by the service as /client/v1/shell-frame.js (these sources in one
+ * minified file that imports ./shell-client.js) and exported by the package
+ * as `shell-data-service/frame`.
  */
+import { drawMenuList, type FrameLabel, type ShellActionDetail, setHref } from './frame-menu.js'
+import { FRAME_SKELETON, FRAME_STYLES } from './frame-styles.js'
 import {
   createShellClient,
   type GetToken,
   type Shell,
   type ShellClient,
-  type ShellMenuItem,
   type ShellState,
   type ShellZone,
 } from './shell-client.js'
 
-/** What `shell-action` carries: the action item's id. */
-export interface ShellActionDetail {
-  readonly id: string
-}
+export type { ShellActionDetail } from './frame-menu.js'
 
 declare global {
   interface HTMLElementTagNameMap {
@@ -38,69 +42,37 @@ declare global {
   }
 }
 
-/** Links lead to web pages, mail and phone numbers only: never `javascript:` from a menu row. */
-const SAFE_PROTOCOLS: ReadonlySet<string> = new Set(['http:', 'https:', 'mailto:', 'tel:'])
-
 const ZONES: readonly ShellZone[] = ['topbar', 'sidebar', 'user-menu', 'footer']
 
 /**
- * As little as makes a usable frame; everything else is the page's, through
- * the parts and the two colours (the branding sets them on the element).
+ * The element's own names: English unless the page gives its own, in its
+ * own language, by the attribute `label-<name>`.
  */
-const STYLES = `
-:host { display: flex; flex-direction: column; min-height: 100%; }
-:host([hidden]), [hidden] { display: none !important; }
-ul { margin: 0; padding: 0; list-style: none; }
-a { color: inherit; }
-button { font: inherit; color: inherit; background: none; border: 0; padding: 0; cursor: pointer; }
-:focus-visible { outline: 2px solid var(--shell-accent-color, currentColor); outline-offset: 2px; }
-header { display: flex; align-items: center; gap: 1rem; padding: 0.5rem 1rem;
-  background: var(--shell-primary-color, #3b4a5c); color: #fff; }
-[part~=brand] { display: flex; align-items: center; gap: 0.5rem; font-weight: 600; text-decoration: none; }
-[part~=logo] { height: 1.75rem; }
-[data-zone=topbar] { flex: 1; }
-[data-zone=topbar] > ul, [data-zone=footer] > ul { display: flex; flex-wrap: wrap; align-items: center; gap: 1rem; }
-details { position: relative; }
-summary { cursor: pointer; }
-[data-zone=user-menu] { position: absolute; right: 0; z-index: 1; min-width: 12rem; padding: 0.25rem 0;
-  background: #fff; color: #1f2933; border: 1px solid #c5ccd3; border-radius: 4px; }
-[data-zone=user-menu] :is(a, button, span) { display: block; padding: 0.375rem 0.75rem; text-align: start; text-decoration: none; }
-[part~=search] { min-width: 12rem; padding: 0.25rem 0.5rem; border: 0; border-radius: 4px; font: inherit; }
-[part~=body] { display: flex; flex: 1; }
-[data-zone=sidebar] { flex: 0 0 13rem; padding: 0.75rem 0; border-inline-end: 3px solid var(--shell-accent-color, #7a8a9c); }
-[data-zone=sidebar] :is(a, button, span) { display: block; padding: 0.375rem 1rem; text-decoration: none; }
-[data-zone=sidebar] ul ul { padding-inline-start: 0.875rem; }
-[aria-current=page] { font-weight: 600; }
-[part~=content] { flex: 1; min-width: 0; }
-footer { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; padding: 0.5rem 1rem;
-  border-top: 3px solid var(--shell-accent-color, #7a8a9c); font-size: 0.875em; }
-a[target=_blank]::after { content: " \\2197" / ""; }
-.new-tab { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-`
+const ENGLISH_LABELS: Readonly<Record<ShellZone | 'new-tab', string>> = {
+  topbar: 'Top bar',
+  sidebar: 'Side bar',
+  'user-menu': 'User menu',
+  footer: 'Footer',
+  'new-tab': 'opens in a new tab',
+}
 
-/**
- * The frame's skeleton: landmarks a screen reader lists (banner, four
- * labelled navigations, content info), each zone with `data-zone` and
- * `part="zone <zone>"`; the page's content in the slot.
- */
-const SKELETON = `<header part="header" hidden>
-  <a part="brand"><img part="logo" alt="" hidden><span part="product-name"></span></a>
-  <nav data-zone="topbar" part="zone topbar" aria-label="Top bar"></nav>
-  <details part="user"><summary part="user-name"></summary>
-    <nav data-zone="user-menu" part="zone user-menu" aria-label="User menu"></nav></details>
-</header>
-<div part="body">
-  <nav data-zone="sidebar" part="zone sidebar" aria-label="Side bar" hidden></nav>
-  <div part="content"><slot></slot></div>
-</div>
-<footer part="footer" hidden><span part="footer-text"></span>
-  <nav data-zone="footer" part="zone footer" aria-label="Footer"></nav></footer>`
+/** The client's options, by attribute: a change of one starts a new client. */
+const CLIENT_ATTRIBUTES = ['app', 'base-url', 'locales', 'live', 'storage', 'sub']
+
+/** The Navigation API, where the browser has it: it also reports pushState and replaceState. */
+const navigation = (globalThis as { navigation?: EventTarget }).navigation
+
+/** What pushState and replaceState announce where there is no Navigation API (announceHistoryMoves). */
+const HISTORY_MOVED = 'shell-frame-history-moved'
 
 /** Where the element is loaded without a DOM (a server render), it is defined on nothing. */
 const ElementBase = (globalThis.HTMLElement ?? class {}) as typeof HTMLElement
 
 export class ShellFrame extends ElementBase {
-  static readonly observedAttributes = ['app', 'base-url', 'locales', 'live', 'sub']
+  static readonly observedAttributes = [
+    ...CLIENT_ATTRIBUTES,
+    ...Object.keys(ENGLISH_LABELS).map((name) => `label-${name}`),
+  ]
 
   readonly #root: ShadowRoot
   #getToken: GetToken | undefined
@@ -116,9 +88,9 @@ export class ShellFrame extends ElementBase {
     // Adopted, not a <style> element: a page whose Content-Security-Policy forbids inline
     // styles (style-src without 'unsafe-inline', as the preview page's) still applies it.
     const sheet = new CSSStyleSheet()
-    sheet.replaceSync(STYLES)
+    sheet.replaceSync(FRAME_STYLES)
     this.#root.adoptedStyleSheets = [sheet]
-    this.#root.innerHTML = SKELETON
+    this.#root.innerHTML = FRAME_SKELETON
   }
 
   /** Gives the caller's token (see the client's `getToken`); a new one starts a new client. */
@@ -148,17 +120,24 @@ export class ShellFrame extends ElementBase {
       Reflect.deleteProperty(this, 'getToken')
       this.getToken = getToken
     }
+    // A single-page app moves without loading: the current item follows it.
     addEventListener('popstate', this.#markCurrent)
+    addEventListener(HISTORY_MOVED, this.#markCurrent)
+    navigation?.addEventListener('currententrychange', this.#markCurrent)
     this.#restart()
   }
 
   disconnectedCallback(): void {
     removeEventListener('popstate', this.#markCurrent)
+    removeEventListener(HISTORY_MOVED, this.#markCurrent)
+    navigation?.removeEventListener('currententrychange', this.#markCurrent)
     this.#restart()
   }
 
-  attributeChangedCallback(): void {
-    this.#restart()
+  attributeChangedCallback(name: string): void {
+    // A name is the page's business: drawn again, with the same client.
+    if (name.startsWith('label-')) this.#draw(this.#drawn)
+    else this.#restart()
   }
 
   /** A new client for the attributes and getToken, once per task however many of them changed. */
@@ -186,6 +165,7 @@ export class ShellFrame extends ElementBase {
         baseUrl: this.getAttribute('base-url') || undefined,
         locales: locales === null ? undefined : locales.split(',').map((tag) => tag.trim()),
         live: this.getAttribute('live') !== 'false',
+        storage: this.getAttribute('storage') === 'none' ? null : undefined,
         sub: this.getAttribute('sub') || undefined,
       })
       this.#client = client
@@ -199,19 +179,40 @@ export class ShellFrame extends ElementBase {
   #draw(shell: Shell | null): void {
     this.#drawn = shell
     const root = this.#root
-    // The frame's parts, not the page's content in the slot, are in the shell's language.
-    for (const part of root.querySelectorAll<HTMLElement>('header, footer, [data-zone=sidebar]')) {
-      part.hidden = shell === null
-      if (shell !== null) part.lang = shell.locale
+    this.#part('header').hidden = shell === null
+    this.#part('footer').hidden =
+      shell === null || (!shell.branding.footerText && shell.menus.footer.length === 0)
+
+    // A live redraw must not take away what the user is typing, nor where the focus is.
+    const focusedId = root.activeElement?.closest('[data-item-id]')?.getAttribute('data-item-id')
+    const typed = new Map<string, string>()
+    for (const input of root.querySelectorAll('input')) typed.set(itemIdOf(input), input.value)
+    const newTab = this.#label('new-tab')
+    for (const zone of ZONES) {
+      const items = shell?.menus[zone] ?? []
+      const nav = this.#part(`[data-zone=${zone}]`)
+      // A zone without items is no landmark: hidden, it leaves the accessibility tree.
+      nav.hidden = items.length === 0
+      // The zone's name is the element's, in the page's language; its items are the shell's.
+      const name = this.#label(zone)
+      nav.setAttribute('aria-label', name.text)
+      nav.lang = name.lang
+      const list = drawMenuList(items, newTab)
+      if (shell !== null) list.lang = shell.locale
+      nav.replaceChildren(list)
+    }
+    for (const input of root.querySelectorAll('input'))
+      input.value = typed.get(itemIdOf(input)) ?? ''
+    if (focusedId) {
+      const item = root.querySelector(`[data-item-id="${CSS.escape(focusedId)}"]`)
+      item?.querySelector<HTMLElement>('a, button, input')?.focus()
     }
     if (shell === null) return
-    const { app, branding, user, menus } = shell
+
+    const { app, branding, user } = shell
     setColor(this, '--shell-primary-color', branding.primaryColor)
     setColor(this, '--shell-accent-color', branding.accentColor)
-
-    const brand = this.#part<HTMLAnchorElement>('[part~=brand]')
-    setHref(brand, app.homeUrl)
-    this.#part('[part~=product-name]').textContent = branding.productName
+    setHref(this.#part<HTMLAnchorElement>('[part~=brand]'), app.homeUrl)
     const logo = this.#part<HTMLImageElement>('[part~=logo]')
     if (branding.logoUrl === null) logo.hidden = true
     else if (logo.getAttribute('src') !== branding.logoUrl) {
@@ -219,21 +220,16 @@ export class ShellFrame extends ElementBase {
       logo.onload = () => (logo.hidden = false)
       logo.src = branding.logoUrl
     }
-    this.#part('[part~=user-name]').textContent = user.name ?? user.username ?? user.sub
-    this.#part('[part~=footer-text]').textContent = branding.footerText ?? ''
-
-    // A live redraw must not take away what the user is typing, nor where the focus is.
-    const focusedId = root.activeElement?.closest('[data-item-id]')?.getAttribute('data-item-id')
-    const typed = new Map<string, string>()
-    for (const input of root.querySelectorAll('input')) typed.set(itemIdOf(input), input.value)
-    for (const zone of ZONES) {
-      this.#part(`[data-zone=${zone}]`).replaceChildren(this.#drawList(menus[zone]))
-    }
-    for (const input of root.querySelectorAll('input'))
-      input.value = typed.get(itemIdOf(input)) ?? ''
-    if (focusedId) {
-      const item = root.querySelector(`[data-item-id="${CSS.escape(focusedId)}"]`)
-      item?.querySelector<HTMLElement>('a, button, input')?.focus()
+    // Texts from the shell carry its language; nothing else of the frame does.
+    const texts: [string, string][] = [
+      ['product-name', branding.productName],
+      ['user-name', user.name ?? user.username ?? user.sub],
+      ['footer-text', branding.footerText ?? ''],
+    ]
+    for (const [part, text] of texts) {
+      const element = this.#part(`[part~=${part}]`)
+      element.textContent = text
+      element.lang = shell.locale
     }
     this.#markCurrentPage()
   }
@@ -243,75 +239,14 @@ export class ShellFrame extends ElementBase {
     return this.#root.querySelector(selector) as T
   }
 
-  #drawList(items: readonly ShellMenuItem[]): HTMLUListElement {
-    const list = document.createElement('ul')
-    for (const item of items) {
-      const entry = document.createElement('li')
-      entry.dataset.itemId = item.id
-      entry.dataset.kind = item.kind
-      entry.setAttribute('part', 'item')
-      entry.append(this.#drawControl(item))
-      if (item.children.length > 0) entry.append(this.#drawList(item.children))
-      list.append(entry)
-    }
-    return list
-  }
-
-  /** By kind: a search field, an action button, a link, or (no href) a group's heading. */
-  #drawControl(item: ShellMenuItem): HTMLElement {
-    const href = item.href !== null && isSafeHref(item.href) ? item.href : null
-    if (item.kind === 'search') {
-      const input = document.createElement('input')
-      input.type = 'search'
-      input.placeholder = item.label
-      input.setAttribute('aria-label', item.label)
-      input.setAttribute('part', 'search')
-      const search = document.createElement(href === null ? 'div' : 'form')
-      search.setAttribute('role', 'search')
-      search.append(input)
-      if (search instanceof HTMLFormElement && href !== null) {
-        search.method = 'get'
-        search.action = resolve(href)
-        input.name = 'q'
-      }
-      return search
-    }
-    if (item.kind === 'action') {
-      const button = document.createElement('button')
-      button.type = 'button'
-      button.textContent = item.label
-      button.setAttribute('part', 'action')
-      button.addEventListener('click', () => {
-        const detail: ShellActionDetail = { id: item.id }
-        const event = new CustomEvent('shell-action', {
-          bubbles: true,
-          composed: true,
-          cancelable: true,
-          detail,
-        })
-        if (button.dispatchEvent(event) && href !== null) location.assign(resolve(href))
-      })
-      return button
-    }
-    if (href === null) {
-      const heading = document.createElement('span')
-      heading.textContent = item.label
-      heading.setAttribute('part', 'label')
-      return heading
-    }
-    const link = document.createElement('a')
-    link.textContent = item.label
-    link.setAttribute('part', 'link')
-    setHref(link, href)
-    if (item.external) {
-      link.target = '_blank'
-      link.rel = 'noopener noreferrer'
-      const note = document.createElement('span')
-      note.className = 'new-tab'
-      note.textContent = ' (opens in a new tab)'
-      link.append(note)
-    }
-    return link
+  /**
+   * One of the element's own names: the page's from `label-<name>`, in the
+   * page's language (the nearest `lang` around the element), else English.
+   */
+  #label(name: keyof typeof ENGLISH_LABELS): FrameLabel {
+    const given = this.getAttribute(`label-${name}`)
+    if (given === null) return { text: ENGLISH_LABELS[name], lang: 'en' }
+    return { text: given, lang: this.closest('[lang]')?.getAttribute('lang') ?? '' }
   }
 
   /** `aria-current="page"` on the item that leads to the page shown. */
@@ -334,24 +269,23 @@ function setColor(host: HTMLElement, property: string, color: string | null): vo
   else host.style.setProperty(property, color)
 }
 
-/** The href as written (it resolves against the page, as any link's does), or none. */
-function setHref(link: HTMLAnchorElement, href: string | null): void {
-  if (href !== null && isSafeHref(href)) link.setAttribute('href', href)
-  else link.removeAttribute('href')
-}
-
-function resolve(href: string): string {
-  return new URL(href, document.baseURI).href
-}
-
-function isSafeHref(href: string): boolean {
-  try {
-    return SAFE_PROTOCOLS.has(new URL(href, document.baseURI).protocol)
-  } catch {
-    return false
+/**
+ * Where the browser has no Navigation API (older than early 2026), nothing
+ * tells a page that pushState or replaceState moved it: they are wrapped,
+ * once, to announce it as HISTORY_MOVED.
+ */
+function announceHistoryMoves(): void {
+  if (navigation !== undefined || globalThis.history === undefined) return
+  for (const method of ['pushState', 'replaceState'] as const) {
+    const move = history[method]
+    history[method] = function (this: History, ...args: Parameters<History['pushState']>) {
+      move.apply(this, args)
+      dispatchEvent(new Event(HISTORY_MOVED))
+    }
   }
 }
 
 if (globalThis.customElements !== undefined && customElements.get('shell-frame') === undefined) {
+  announceHistoryMoves()
   customElements.define('shell-frame', ShellFrame)
 }

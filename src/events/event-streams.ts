@@ -30,7 +30,15 @@ export interface EventStreams {
 
 /** Seconds a client is told to wait when the instance has no room for another stream. */
 export const STREAMS_FULL_RETRY_AFTER_S = 10
-/** Below proxies' idle timeouts (60 s is common) and the API's promise of a comment every 30 s. */
+/**
+ * Seconds a client is told to wait when the instance has ended its streams for a shutdown and a
+ * new one arrives on a connection still open: by then the load balancer sends it elsewhere.
+ */
+export const CLOSING_RETRY_AFTER_S = 1
+/**
+ * Below proxies' idle timeouts (60 s is common) and the API's promise of a comment at least
+ * every 15 s, on which clients take a stream silent for 45 s for dead.
+ */
 const KEEP_ALIVE_MS = 15_000
 /**
  * Changes are sent at once, then at most once per this interval while they keep coming: a burst

@@ -9,15 +9,23 @@ import { sendRepresentation } from '../http/send-representation.js'
 import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 import { contentTag } from '../snapshot/content-tag.js'
 
-/** dist/client, where the build puts the modules (src/client/tsconfig.json), from dist/ or src/. */
-const CLIENT_DIR = fileURLToPath(new URL('../../dist/client/', import.meta.url))
+/**
+ * Where `npm run build:client` puts the minified modules and their source maps (the package's
+ * readable copies are in dist/client itself), from dist/ or src/.
+ */
+const SERVED_DIR = fileURLToPath(new URL('../../dist/client/served/', import.meta.url))
 
-/** The modules served, by their name under /client/v1/ (README, "For front-end teams"). */
-const MODULES = ['shell-client.js', 'shell-frame.js'] as const
+/** The files served, by their name under /client/v1/ (README, "For front-end teams"). */
+const FILES = [
+  { name: 'shell-client.js', contentType: 'text/javascript; charset=utf-8' },
+  { name: 'shell-frame.js', contentType: 'text/javascript; charset=utf-8' },
+  // Named by each module's last line, for a browser's developer tools: the sources they were made from.
+  { name: 'shell-client.js.map', contentType: 'application/json; charset=utf-8' },
+  { name: 'shell-frame.js.map', contentType: 'application/json; charset=utf-8' },
+] as const
 
 /** Public: shared caches may keep it. 300 s: a release reaches open pages within five minutes. */
 const CACHE_CONTROL = 'public, max-age=300'
-const CONTENT_TYPE = 'text/javascript; charset=utf-8'
 
 /**
  * The front end's half of the protocol, without a token. Bytes, codings and tags are made at start
@@ -27,8 +35,8 @@ export function registerClientModuleRoutes(
   app: FastifyInstance,
   deps: { readonly negotiation: Negotiation },
 ): void {
-  for (const name of MODULES) {
-    const representations = encodeModule(name)
+  for (const { name, contentType } of FILES) {
+    const representations = encodeFile(name)
     app.get(`/client/v1/${name}`, { schema: NOT_DOCUMENTED }, (request, reply) => {
       const coding = deps.negotiation.coding(request.headers['accept-encoding'])
       reply
@@ -37,18 +45,18 @@ export function registerClientModuleRoutes(
         // A module script from another origin is fetched in CORS mode; no credential is involved.
         .header('access-control-allow-origin', '*')
         .header('x-content-type-options', 'nosniff')
-      return sendRepresentation(request, reply, representations[coding], CONTENT_TYPE)
+      return sendRepresentation(request, reply, representations[coding], contentType)
     })
   }
 }
 
-function encodeModule(name: string): Record<Coding, Representation> {
-  const path = join(CLIENT_DIR, name)
+function encodeFile(name: string): Record<Coding, Representation> {
+  const path = join(SERVED_DIR, name)
   let body: Buffer
   try {
     body = readFileSync(path)
   } catch (error) {
-    throw new Error(`the client module ${path} is missing: run \`npm run build\``, {
+    throw new Error(`the client file ${path} is missing: run \`npm run build\``, {
       cause: error,
     })
   }

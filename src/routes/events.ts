@@ -1,5 +1,9 @@
 import type { FastifyInstance } from 'fastify'
-import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
+import {
+  CLOSING_RETRY_AFTER_S,
+  type EventStreams,
+  STREAMS_FULL_RETRY_AFTER_S,
+} from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
 import type { ApiRouteDeps } from '../http/api-conventions.js'
 import { appShellHooks, findAppView } from '../http/app-lookup.js'
@@ -47,13 +51,16 @@ export function registerEventRoutes(
       const view = findAppView(snapshots, request, reply)
       if (view === undefined) return reply
       const refusal = streams.refusal()
-      if (refusal !== undefined) {
+      if (refusal === 'closing') {
+        return sendProblem(reply, 'streamsFull', 'the instance is shutting down; reconnect', {
+          'retry-after': String(CLOSING_RETRY_AFTER_S),
+        })
+      }
+      if (refusal === 'full') {
         return sendProblem(
           reply,
           'streamsFull',
-          refusal === 'closing'
-            ? 'the instance is shutting down; reconnect'
-            : 'this instance holds as many event streams as it may; reconnect later',
+          'this instance holds as many event streams as it may; reconnect later',
           { 'retry-after': String(STREAMS_FULL_RETRY_AFTER_S) },
         )
       }
@@ -88,7 +95,7 @@ const eventResponses = {
   ...API_ERRORS,
   404: NO_SUCH_APP,
   503: problemResponse(
-    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, or the instance holds as many streams as it may (EVENT_STREAMS_MAX).",
+    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, the instance holds as many streams as it may (EVENT_STREAMS_MAX), or it has ended its streams for a shutdown (Retry-After: 1).",
     RETRY_AFTER_HEADERS,
   ),
 }
@@ -105,5 +112,5 @@ const EVENTS_DESCRIPTION = [
   '',
   'where `"<tag>"` is the ETag that `GET /api/v1/shell/{appKey}` returns for the same token and language. Another `shell` event follows each time that ETag changes, and only then; a burst of changes gives a few events, the last with the current tag.',
   '',
-  'A comment line `: keep-alive` comes at least every 30 seconds. `event: gone` (data `{"app":"<key>"}`) means the app was deleted; the stream then ends. The stream also ends at the token\'s `exp` and when the instance shuts down: reconnect with a fresh token and Last-Event-ID.',
+  'A comment line `: keep-alive` comes at least every 15 seconds. `event: gone` (data `{"app":"<key>"}`) means the app was deleted; the stream then ends. The stream also ends at the token\'s `exp` and when the instance shuts down: reconnect with a fresh token and Last-Event-ID.',
 ].join('\n')

@@ -5,6 +5,7 @@
  * or changes shape fails the suite. Never run.
  */
 import {
+  clearStoredShells,
   createShellClient,
   type GetToken,
   type Shell,
@@ -27,6 +28,7 @@ const client: ShellClient = createShellClient({
   locales: navigator.languages,
   storage,
   live: true,
+  timeoutMs: 5_000,
 })
 
 function drawSidebar(items: readonly ShellMenuItem[]): string[] {
@@ -48,6 +50,19 @@ client.ready.then(
 client.refresh()
 unsubscribe()
 client.close()
+// Sign-out: every kept shell, whoever's, of localStorage and of another Storage.
+clearStoredShells()
+clearStoredShells(sessionStorage)
+const inMemory = new Map<string, string>()
+createShellClient({
+  appKey: 'crm',
+  getToken,
+  storage: {
+    getItem: (key) => inMemory.get(key) ?? null,
+    setItem: (key, value) => void inMemory.set(key, value),
+    removeItem: (key) => void inMemory.delete(key),
+  },
+})
 
 const frame = document.querySelector('shell-frame')
 if (frame !== null) {

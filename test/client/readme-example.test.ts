@@ -14,8 +14,9 @@ import { waitFor } from '../helpers/wait.js'
  * service in local mode with the page's origin in CORS_ORIGINS (started as
  * `npm start` starts it, on a free port instead of 8080), the page as the
  * README prints it served on another origin, a token from `shell-data
- * token`, and Chromium opening it; then a reload, and a reload with the
- * service stopped, which the README says what to expect of.
+ * token`, and Chromium opening it; its sign-out, then a reload, and a reload
+ * with the service stopped, which the README says what to expect of. And
+ * the README's React example is the one the type check compiles.
  */
 
 const chromium = await findChromium()
@@ -101,10 +102,17 @@ t.test('the README’s page with the frame works against the service', { skip },
   t.equal(first.product, 'Acme CRM')
   t.same(first.sidebar.slice(0, 4), ['Dashboard', 'Contacts', 'Accounts', 'Leads'], 'alice’s')
 
+  const keptShells = () =>
+    tab.evaluate(() => {
+      const { localStorage } = globalThis as unknown as { localStorage: object }
+      return Object.keys(localStorage).filter((key) => key.startsWith('shell-data:')).length
+    })
+  t.equal(await keptShells(), 1, 'alice’s shell kept')
   await tab.getByText('alice').click()
   await tab.getByRole('button', { name: 'Sign out' }).click()
   await waitForView((view) => view.note === 'Action: logout', 'the action on the page')
   t.pass('the page handles the action')
+  t.equal(await keptShells(), 0, 'signed out: nothing of alice kept')
 
   await tab.reload()
   const again = await waitForView((view) => view.source === 'network', 'the frame again')
@@ -120,6 +128,15 @@ t.test('the README’s page with the frame works against the service', { skip },
   t.equal(offline.source, 'storage', 'the stored frame, the module from the browser’s cache')
   t.same(offline.sidebar, first.sidebar)
   t.same(problems, [], 'no script error')
+})
+
+t.test('the README’s React example is the one the type check compiles', async (t) => {
+  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf('#### In a React component'))
+  const example = /```tsx\n([\s\S]*?)```/.exec(section)?.[1]
+  const checked = await readFile(join(PACKAGE_ROOT, 'test/client/consumer-react.tsx'), 'utf8')
+  t.ok(example, 'a tsx block under "In a React component"')
+  t.equal(checked.slice(checked.indexOf('*/\n') + 3), example, 'test/client/consumer-react.tsx')
 })
 
 async function servePage(

@@ -3,6 +3,7 @@ import { findFreePort } from '../../src/embedded/embedded.js'
 import { findChromium } from '../helpers/browser.js'
 import { type ClientPage, type SeenRequest, startClientPages } from '../helpers/client-page.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import { sleep, waitFor } from '../helpers/wait.js'
 
 /**
@@ -10,7 +11,8 @@ import { sleep, waitFor } from '../helpers/wait.js'
  * cross-origin: one renewal after a 401 and a stop after the second, an
  * unknown app, Retry-After on 503 (a real service with no snapshot, to the
  * GET and to the stream) and on 429, and a capped, jittered backoff after an
- * unreachable service or another 5xx. The 429, 5xx and refused connections
+ * unreachable service or another 5xx, and a GET that never answers given up
+ * after `timeoutMs` (a proxy holds it). The 429, 5xx and refused connections
  * are forced with Playwright's routing, as the service sends none of them
  * on purpose; everything else is the real service. No unhandled rejection,
  * ever.
@@ -18,6 +20,8 @@ import { sleep, waitFor } from '../helpers/wait.js'
 
 const chromium = await findChromium()
 const skip = 'skip' in chromium ? chromium.skip : false
+/** The first retry after a failure waits this at least. */
+const FIRST_RETRY_MS = 1_000
 /** Longer than the first retry of a failure (1 s): what would come has come by then. */
 const QUIET_MS = 1_500
 /** Timers fire a little late, never early; request times are taken in this process. */
@@ -178,6 +182,52 @@ t.test('the client when things fail', { skip }, async (t) => {
     )
     t.match((await page.read('throttled')).states.at(-1), { error: null, stale: false })
   })
+
+  await t.test(
+    'a GET that never answers: stale, status 0, after timeoutMs; the next not queued behind it',
+    async (t) => {
+      const proxy = await startTcpProxy('127.0.0.1', Number(new URL(service.url).port))
+      t.teardown(() => proxy.close())
+      const page = await open()
+      await page.start('hung', {
+        sub: 'user-1',
+        baseUrl: `http://127.0.0.1:${proxy.port}`,
+        live: false,
+        timeoutMs: 2_000,
+      })
+      await page.waitForState('hung', (state) => state.source === 'network', 'the shell')
+      // The next GET reaches no one: the proxy keeps it, its connection open and silent.
+      proxy.holdRequests((requestLine) => requestLine.startsWith('GET /api/v1/shell/crm '))
+      await page.refresh('hung')
+      await waitFor(() => page.requests.filter(isShellGet).length === 2, 'the GET held')
+      proxy.release()
+      // Asked again meanwhile: this waits for the GET in flight, never for long.
+      await page.refresh('hung')
+      const gaveUp = await page.waitForState(
+        'hung',
+        (state) => state.error !== null,
+        'the held GET given up',
+      )
+      t.match(gaveUp, {
+        stale: true,
+        sub: 'user-1',
+        error: { status: 0, detail: /no answer in 2000 ms/ },
+      })
+      const confirmed = await page.waitForState(
+        'hung',
+        (state) => state.error === null,
+        'the revalidation asked for meanwhile',
+      )
+      t.match(confirmed, { stale: false, source: 'network' })
+      const [, held, next] = page.requests.filter(isShellGet)
+      t.equal(held?.status, -1, `the held GET was aborted (${held?.failure})`)
+      const waitedMs = (next?.at ?? Number.NaN) - (held?.doneAt ?? Number.NaN)
+      t.ok(waitedMs < FIRST_RETRY_MS, `the next went out ${waitedMs} ms after, not after a backoff`)
+      t.equal(page.requests.filter(isShellGet).length, 3, 'and no other')
+      await page.close('hung')
+      t.same(await page.problems(), [])
+    },
+  )
 
   await t.test('unreachable, then a 502: a capped backoff with jitter', async (t) => {
     const page = await open()

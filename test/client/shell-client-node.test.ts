@@ -1,4 +1,6 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import {
+  clearStoredShells,
   createShellClient,
   type ShellClient,
   type ShellState,
@@ -129,6 +131,60 @@ t.test('a Map-backed storage: kept, shown first, then a 304', async (t) => {
   t.equal(second.state.etag, fetched.etag, 'a 304: the same tag')
   t.equal(second.state.shell, states[0]?.shell, 'the same shell')
   second.close()
+})
+
+t.test(
+  'a storage that lists its keys: clearStoredShells(storage) empties it of shells',
+  async (t) => {
+    const entries = new Map<string, string>([['the-backend-s-own', 'kept']])
+    const storage = {
+      get length() {
+        return entries.size
+      },
+      key: (index: number) => [...entries.keys()][index] ?? null,
+      getItem: (key: string) => entries.get(key) ?? null,
+      setItem: (key: string, value: string) => void entries.set(key, value),
+      removeItem: (key: string) => void entries.delete(key),
+    }
+    const client = createShellClient({
+      appKey: 'crm',
+      getToken,
+      baseUrl: url,
+      storage,
+      live: false,
+    })
+    await client.ready
+    client.close()
+    t.equal(entries.size, 2, 'a shell kept')
+    clearStoredShells(storage)
+    t.same([...entries.keys()], ['the-backend-s-own'], 'only the shell removed')
+    clearStoredShells(null)
+    clearStoredShells()
+    t.pass('no localStorage here, and null: nothing to do, nothing thrown')
+  },
+)
+
+t.test('a GET that never answers is given up after timeoutMs', async (t) => {
+  // Accepts connections and never says a word.
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => void sockets.add(socket))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    silent.close()
+  })
+  const { port } = silent.address() as AddressInfo
+  const client = createShellClient({
+    appKey: 'crm',
+    getToken,
+    baseUrl: `http://127.0.0.1:${port}`,
+    storage: null,
+    live: false,
+    timeoutMs: 300,
+  })
+  await waitFor(() => client.state.error !== null, 'the GET given up')
+  t.same(client.state.error, { status: 0, detail: 'Error: no answer in 300 ms' })
+  client.close()
 })
 
 t.test('an unknown app, its ready never awaited: no unhandled rejection', async (t) => {

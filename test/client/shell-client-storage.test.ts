@@ -3,13 +3,17 @@ import { findChromium } from '../helpers/browser.js'
 import { type ClientPage, type SeenState, startClientPages } from '../helpers/client-page.js'
 import { SEED_SIDEBAR_BY_ROLE } from '../helpers/seed-sidebar.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
+import { waitFor } from '../helpers/wait.js'
 
 /**
  * The last known good shell (CONTRACT.md 13), in Chromium, the client loaded
  * cross-origin from the service as a front end on another origin loads it:
  * kept across page loads, shown before the network answers and then
- * revalidated to a 304, shown while the service is down, never shown to
- * another user, dropped after 7 days, and a storage that throws counts as none.
+ * revalidated to a 304 (by the browser's HTTP cache from another origin, by
+ * the script on the service's own), shown while the service is down, never
+ * shown to another user, dropped after 7 days, at most 20 of them, all
+ * removed by clearStoredShells and nothing else, and a storage that throws
+ * counts as none.
  */
 
 const chromium = await findChromium()
@@ -80,16 +84,19 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
     t.same(before.states[0]?.sidebar, SALES_LABELS, 'the first state is the stored shell')
     t.equal(second.requests.length, 0, 'shown before any request, while getToken is pending')
     t.equal(before.ready, 'resolved', 'ready: the stored shell is a shell')
+    const notModifiedBefore = await pages.shellAnswers(304)
     releaseToken()
 
     const revalidated = await second.waitForState('sales-again', network, 'the revalidation')
     t.equal(second.requests.length, 1, 'one request')
+    await waitFor(() => second.requests[0]?.sentHeaders !== undefined, 'its headers')
     t.equal(
-      second.requests[0]?.headers['if-none-match'],
+      second.requests[0]?.sentHeaders?.['if-none-match'],
       fetched.etag ?? 'the first etag',
-      'the first request sends the stored tag',
+      'the first request carries the stored tag: from another origin the browser’s cache sends it',
     )
-    t.equal(second.requests[0]?.status, 304, 'and gets a 304')
+    t.equal(second.requests[0]?.headers['if-none-match'], undefined, 'not the script')
+    t.equal(await pages.shellAnswers(304), notModifiedBefore + 1, 'and gets a 304')
     t.equal(revalidated.etag, fetched.etag)
     t.same(revalidated.sidebar, SALES_LABELS, 'the stored shell stays')
     const { states } = await second.read('sales-again')
@@ -122,6 +129,7 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
 
   await t.test('without the sub option: from storage once the token names the user', async (t) => {
     const page = await open()
+    const notModifiedBefore = await pages.shellAnswers(304)
     await page.start('unnamed', { live: false })
     await page.waitForState('unnamed', network, 'the revalidation')
     const { states } = await page.read('unnamed')
@@ -130,7 +138,7 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
       [null, 'storage', 'network'],
       'nothing, then the stored shell, then the network’s answer',
     )
-    t.equal(page.requests[0]?.status, 304, 'the stored tag still matches')
+    t.equal(await pages.shellAnswers(304), notModifiedBefore + 1, 'the stored tag still matches')
   })
 
   await t.test('another sub, same storage: nothing of the first user’s', async (t) => {
@@ -150,6 +158,7 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
 
   await t.test('the sub option wrong: the token’s sub wins at once', async (t) => {
     const page = await open()
+    const notModifiedBefore = await pages.shellAnswers(304)
     await page.start('admin-named-as-user-1', { sub: 'user-1', live: false })
     await page.waitForState('admin-named-as-user-1', network, 'user-2’s shell')
     const { states } = await page.read('admin-named-as-user-1')
@@ -162,7 +171,7 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
       ],
       'user-1’s stored shell is replaced by user-2’s as soon as the token is read',
     )
-    t.equal(page.requests[0]?.status, 304, 'user-2’s tag revalidated')
+    t.equal(await pages.shellAnswers(304), notModifiedBefore + 1, 'user-2’s tag revalidated')
   })
 
   await t.test('a kept shell older than 7 days is dropped', async (t) => {
@@ -201,6 +210,108 @@ t.test('the last shell, kept in localStorage', { skip }, async (t) => {
     t.equal((await page.read('throwing')).states[0]?.source, null, 'nothing read from it')
     t.same(await page.problems(), [], 'no error on the page')
   })
+
+  await t.test('on the service’s own origin the script sends the stored tag', async (t) => {
+    const openSameOrigin = async () => {
+      const page = await pages.open('client.html', { sameOrigin: true })
+      opened.push(page)
+      return page
+    }
+    const first = await openSameOrigin()
+    await first.start('same-origin', { sub: 'user-1', live: false })
+    const fetched = await first.waitForState('same-origin', network, 'the shell')
+    t.equal(first.requests[0]?.status, 200)
+    await first.page.close()
+
+    const second = await openSameOrigin()
+    await second.start('same-origin', { sub: 'user-1', live: false })
+    const state = await second.waitForState('same-origin', network, 'the revalidation')
+    t.equal(second.requests.length, 1, 'one request')
+    t.equal(
+      second.requests[0]?.headers['if-none-match'],
+      fetched.etag ?? 'the stored tag',
+      'the script sends the stored tag: no preflight to spare',
+    )
+    t.equal(second.requests[0]?.status, 304, 'and its 304 reaches the client')
+    t.match(state, { source: 'network', stale: false, sub: 'user-1' })
+  })
+
+  await t.test('clearStoredShells: every kept shell, whoever’s, and nothing else', async (t) => {
+    const page = await open()
+    // Two users' shells kept, as on a shared machine.
+    await page.start('user-1-again', { sub: 'user-1', live: false })
+    await page.start('admin', { sub: 'user-2', live: false })
+    for (const name of ['user-1-again', 'admin']) await page.waitForState(name, network, name)
+    await page.page.evaluate(() => {
+      const { localStorage } = globalThis as unknown as {
+        localStorage: { setItem(key: string, value: string): void }
+      }
+      localStorage.setItem('draft', 'the page’s own')
+      localStorage.setItem('shell-database-settings', 'the page’s too')
+      localStorage.setItem('shell-data:v0:an-older-client', '{}')
+    })
+    const before = Object.keys(await page.storage())
+    const users = new Set(
+      Object.entries(await page.storage())
+        .filter(([key]) => key.startsWith('shell-data:v1:'))
+        .map(
+          ([, kept]) => (JSON.parse(kept) as { shell: { user: { sub: string } } }).shell.user.sub,
+        ),
+    )
+    t.ok(users.has('user-1') && users.has('user-2'), `kept for ${[...users].join(', ')}`)
+    t.ok(before.includes('shell-data:v0:an-older-client'), 'and an older client’s entry')
+    await page.clearStoredShells()
+    t.same(
+      await page.storage(),
+      { draft: 'the page’s own', 'shell-database-settings': 'the page’s too' },
+      'the page’s own entries stay',
+    )
+    t.same(await page.problems(), [])
+  })
+
+  await t.test(
+    '25 users on one storage leave the 20 latest; an expired entry goes first',
+    async (t) => {
+      const page = await open()
+      // Written eight days ago by a client of another service: dropped at the next write.
+      const expired = 'shell-data:v1:http://elsewhere.example|crm|en|0'
+      await page.page.evaluate(
+        ([key, savedAt]) => {
+          const { localStorage } = globalThis as unknown as {
+            localStorage: { setItem(key: string, value: string): void }
+          }
+          localStorage.setItem(key, JSON.stringify({ shell: {}, etag: '"x"', savedAt }))
+        },
+        [expired, Date.now() - 8 * DAY_MS] as const,
+      )
+      const users = Array.from({ length: 25 }, (_, index) => `visitor-${index + 1}`)
+      for (const sub of users) {
+        pages.setTokens(sub, () => service.token({ sub, roles: ['crm-sales'] }))
+        await page.start(sub, { live: false })
+        await page.waitForState(sub, network, `${sub}’s shell`)
+        if (sub === 'visitor-1') {
+          t.notOk(
+            expired in (await page.storage()),
+            'the expired entry is dropped by the first write',
+          )
+        }
+      }
+      const kept = Object.entries(await page.storage()).filter(([key]) =>
+        key.startsWith('shell-data:v1:'),
+      )
+      t.equal(kept.length, 20, 'twenty entries')
+      t.same(
+        kept
+          .map(
+            ([, value]) =>
+              (JSON.parse(value) as { shell: { user: { sub: string } } }).shell.user.sub,
+          )
+          .sort(),
+        users.slice(5).sort(),
+        'the twenty latest users’, the oldest dropped',
+      )
+    },
+  )
 
   await t.test(
     'the service stopped: the stored shell, stale, no unhandled rejection',

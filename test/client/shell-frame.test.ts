@@ -12,8 +12,10 @@ import { waitFor } from '../helpers/wait.js'
  * another origin that loads shell-frame.js from the service: the zones and
  * items against the API's own body, nested children, link attributes, the
  * search form, the `shell-action` event, the brand colours, a live relabel,
- * `live="false"`, a getToken set before the element was defined, and its
- * landmarks, labels and keyboard order as assistive technology finds them.
+ * `live="false"`, `storage="none"`, a getToken set before the element was
+ * defined, its landmarks, labels and keyboard order as assistive technology
+ * finds them, its names from `label-*` in the page's language, `aria-current`
+ * after pushState and replaceState, and no landmark for an empty zone.
  */
 
 const chromium = await findChromium()
@@ -332,7 +334,10 @@ t.test('<shell-frame> in Chromium', { skip }, async (t) => {
       'the stored frame',
     )
     releaseToken()
-    await waitFor(() => early.requests.some((request) => request.status === 304), 'the 304')
+    await waitFor(
+      () => early.requests.some((request) => request.status === 200),
+      'the revalidation',
+    )
     await early.page.close()
     pages.setTokens('frame', async () => token)
   })
@@ -353,6 +358,186 @@ t.test('<shell-frame> in Chromium', { skip }, async (t) => {
     )
     t.same(await elsewhere.problems(), [], 'an unreachable service is no script error')
     await elsewhere.page.close()
+  })
+
+  await t.test('storage="none": nothing kept', async (t) => {
+    const cleared = await pages.open('crm?app=crm&live=false&storage=none')
+    await cleared.page.evaluate(() => {
+      ;(globalThis as unknown as { localStorage: { clear(): void } }).localStorage.clear()
+    })
+    await cleared.page.reload()
+    await waitFor(
+      () => cleared.requests.some((request) => request.status === 200),
+      'the frame’s shell from the network',
+    )
+    await waitForFrame(cleared.page, (frame) => frame.product !== null, 'the frame')
+    t.same(await cleared.storage(), {}, 'no entry written')
+    await cleared.page.close()
+  })
+
+  await t.test(
+    'label-* attributes: the element’s names, in the page’s language; the shell’s texts in its own',
+    async (t) => {
+      const labels = {
+        'label-topbar': 'Hauptleiste',
+        'label-sidebar': 'Seitenleiste',
+        'label-user-menu': 'Benutzermenü',
+        'label-footer': 'Fußzeile',
+        'label-new-tab': 'öffnet in neuem Tab',
+      }
+      const query = new URLSearchParams({ app: 'crm', locales: 'fr', 'page-lang': 'de', ...labels })
+      const german = (await pages.open(`crm/contacts?${query}`)).page
+      await waitForFrame(german, (frame) => frame.product !== null, 'the frame')
+      for (const name of ['Hauptleiste', 'Seitenleiste', 'Fußzeile']) {
+        t.equal(await german.getByRole('navigation', { name }).count(), 1, `navigation "${name}"`)
+      }
+      t.equal(
+        await german.getByRole('link', { name: 'Documentation (öffnet in neuem Tab)' }).count(),
+        1,
+        'the new tab said in the page’s words',
+      )
+      await german.getByText('user-1').click()
+      t.equal(await german.getByRole('navigation', { name: 'Benutzermenü' }).count(), 1)
+      // The language a screen reader reads each in: the nearest lang, across the shadow root.
+      const languages = await german.evaluate(() => {
+        interface Node {
+          parentNode: Node | null
+          host?: Node
+          getAttribute?(name: string): string | null
+        }
+        const languageOf = (start: Node | null) => {
+          for (let node = start; node !== null; node = node.parentNode ?? node.host ?? null) {
+            const lang = node.getAttribute?.('lang')
+            if (lang !== null && lang !== undefined) return lang
+          }
+          return null
+        }
+        const { document } = globalThis as unknown as {
+          document: {
+            querySelector(selector: string): {
+              shadowRoot: Node & { querySelector(s: string): Node }
+            }
+          }
+        }
+        const root = document.querySelector('shell-frame').shadowRoot
+        const at = (selector: string) => languageOf(root.querySelector(selector))
+        return {
+          zones: ['topbar', 'sidebar', 'user-menu', 'footer'].map((zone) =>
+            languageOf(root.querySelector(`[data-zone=${zone}]`)),
+          ),
+          item: at('[data-item-id=contacts] > a'),
+          search: at('[data-item-id=search] input'),
+          note: at('.new-tab'),
+          product: at('[part~=product-name]'),
+          footer: at('[part~=footer-text]'),
+        }
+      })
+      t.same(
+        languages,
+        {
+          zones: ['de', 'de', 'de', 'de'],
+          item: 'fr',
+          search: 'fr',
+          note: 'de',
+          product: 'fr',
+          footer: 'fr',
+        },
+        'the names in German, the page’s; the items and texts in French, the shell’s',
+      )
+      const english = (await pages.open('crm/contacts?app=crm&locales=fr&page-lang=de')).page
+      await waitForFrame(english, (frame) => frame.product !== null, 'the frame')
+      t.equal(
+        await english.evaluate(
+          () =>
+            (
+              globalThis as unknown as {
+                document: {
+                  querySelector(selector: string): {
+                    shadowRoot: { querySelector(selector: string): { lang: string } }
+                  }
+                }
+              }
+            ).document
+              .querySelector('shell-frame')
+              .shadowRoot.querySelector('[data-zone=sidebar]').lang,
+        ),
+        'en',
+        'without the attributes: English, and said to be',
+      )
+      await german.close()
+      await english.close()
+    },
+  )
+
+  for (const withNavigationApi of [true, false]) {
+    await t.test(
+      `pushState and replaceState move aria-current (${withNavigationApi ? 'the Navigation API' : 'no Navigation API: the History API wrapped'})`,
+      async (t) => {
+        const moving = await pages.open(PAGE, {
+          // An older browser: the element finds no Navigation API.
+          ...(withNavigationApi
+            ? {}
+            : { initScript: 'Object.defineProperty(window, "navigation", { value: undefined })' }),
+        })
+        const current = () =>
+          moving.page
+            .locator('shell-frame [aria-current=page]')
+            .evaluateAll((links) =>
+              links.map((link) =>
+                (link as unknown as { getAttribute(name: string): string }).getAttribute('href'),
+              ),
+            )
+        await waitFor(async () => (await current()).length === 1, 'the frame drawn')
+        t.same(await current(), ['/crm/contacts'])
+        await moving.page.evaluate(() =>
+          (
+            globalThis as unknown as {
+              history: { pushState(state: unknown, unused: string, url: string): void }
+            }
+          ).history.pushState({}, '', '/crm/accounts'),
+        )
+        t.same(await current(), ['/crm/accounts'], 'pushState: the new page’s item')
+        await moving.page.evaluate(() =>
+          (
+            globalThis as unknown as {
+              history: { replaceState(state: unknown, unused: string, url: string): void }
+            }
+          ).history.replaceState({}, '', '/crm/leads'),
+        )
+        t.same(await current(), ['/crm/leads'], 'replaceState: the new page’s item')
+        await moving.page.goBack()
+        await waitFor(async () => (await current())[0] === '/crm/contacts', 'back, by popstate')
+        t.pass('and back')
+        t.same(await moving.problems(), [])
+        await moving.page.close()
+      },
+    )
+  }
+
+  await t.test('a zone without items draws no landmark', async (t) => {
+    const emptied = (await pages.open(PAGE)).page
+    await waitForFrame(emptied, (frame) => frame.product !== null, 'the frame')
+    t.equal(await emptied.getByRole('navigation', { name: 'Footer' }).count(), 1)
+    await sql`delete from shell.menu_items where app_key = 'crm' and zone = 'footer'`
+    await waitForFrame(emptied, (frame) => frame.zones.footer.items.length === 0, 'no footer item')
+    t.equal(
+      await emptied.getByRole('navigation', { name: 'Footer' }).count(),
+      0,
+      'no empty navigation',
+    )
+    t.equal(await emptied.getByRole('contentinfo').count(), 1, 'the footer’s text still shown')
+    await sql`update shell.branding set footer_text = null where app_key = 'crm'`
+    await waitFor(
+      async () => (await emptied.getByRole('contentinfo').count()) === 0,
+      'no footer at all: no text, no item',
+    )
+    t.pass('nothing in the footer: no content info either')
+    t.equal(
+      await emptied.getByRole('navigation', { name: 'Side bar' }).count(),
+      1,
+      'the rest stays',
+    )
+    await emptied.close()
   })
 
   t.same(logs.leaks(), [])

@@ -38,6 +38,8 @@ t.test('the build copies what tsc does not emit, and builds the client modules',
     'dist/preview/index.html',
     'dist/client/shell-client.js',
     'dist/client/shell-frame.d.ts',
+    'dist/client/served/shell-client.js',
+    'dist/client/served/shell-frame.js.map',
   ]) {
     t.ok((await stat(join(copyDir, file))).isFile(), `${file} is there`)
   }

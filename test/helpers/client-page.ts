@@ -49,6 +49,7 @@ export interface ClientStartOptions {
   readonly baseUrl?: string
   readonly locales?: readonly string[]
   readonly live?: boolean
+  readonly timeoutMs?: number
   /** `local` (default: the client's default, localStorage), `none` (null) or `throwing`. */
   readonly storage?: 'local' | 'none' | 'throwing'
   /** Leave `ready` alone, as a page that never awaits it does. */
@@ -62,7 +63,13 @@ export type TokenPolicy = (context: { renew: boolean }) => Promise<string>
 export interface SeenRequest {
   readonly url: string
   readonly method: string
+  /** The headers the page gave it. */
   readonly headers: Record<string, string>
+  /**
+   * Every header sent, the browser's own included (its HTTP cache's
+   * If-None-Match): set once Chromium has said, by the time the request ended.
+   */
+  sentHeaders?: Record<string, string>
   /** Date.now() in this process when the request went out. */
   readonly at: number
   /** Set when its response arrived: its status; -1 when it failed before one did. */
@@ -89,6 +96,8 @@ export interface ClientPage {
   ): Promise<SeenState>
   refresh(name: string): Promise<void>
   close(name: string): Promise<void>
+  /** The module's `clearStoredShells()`, as a page calls it at sign-out. */
+  clearStoredShells(): Promise<void>
   /** localStorage of the page's origin. */
   storage(): Promise<Record<string, string>>
   /**
@@ -106,10 +115,22 @@ export interface ClientPages {
   readonly origin: string
   /** The `getToken` calls of each client, in order. */
   readonly tokenCalls: Map<string, { renew: boolean }[]>
+  /**
+   * How many answers of `status` the service gave to GETs of the shell so
+   * far: what crossed the wire, where the page sees its HTTP cache's 200.
+   */
+  shellAnswers(status: number): Promise<number>
   /** How the named client's tokens are made; default: a token for `user-1` with crm-sales. */
   setTokens(name: string, policy: TokenPolicy): void
-  /** Opens the client page (`client.html`) or, at any other path, the app's page with the frame. */
-  open(path?: string, options?: { fakeClock?: boolean }): Promise<ClientPage>
+  /**
+   * Opens the client page (`client.html`) or, at any other path, the app's
+   * page with the frame; with `sameOrigin`, the same page at the service's
+   * own origin (as a portal's reverse proxy would put them together).
+   */
+  open(
+    path?: string,
+    options?: { fakeClock?: boolean; sameOrigin?: boolean; initScript?: string },
+  ): Promise<ClientPage>
 }
 
 /** The harness the page runs: plain JavaScript, as a front end's own script is. */
@@ -129,7 +150,7 @@ function summarize(state) {
     frozen: Object.isFrozen(state), at: performance.now(),
   }
 }
-export function createHarness(createShellClient, service) {
+export function createHarness({ createShellClient, clearStoredShells }, service) {
   return {
     start(name, options) {
       const record = { states: [], ready: 'pending' }
@@ -149,6 +170,7 @@ export function createHarness(createShellClient, service) {
     read(name) { return records.get(name) },
     refresh(name) { clients.get(name).refresh() },
     close(name) { clients.get(name).close() },
+    clearStoredShells() { clearStoredShells() },
   }
 }
 `
@@ -162,15 +184,29 @@ const CLIENT_PAGE = `<!doctype html>
 </script>
 <script type="module">
   import { createHarness } from '/harness.js'
-  const service = new URLSearchParams(location.search).get('service')
-  const { createShellClient } = await import(service + '/client/v1/shell-client.js')
-  window.harness = createHarness(createShellClient, service)
+  const query = new URLSearchParams(location.search)
+  if (query.has('count-stream-chunks')) {
+    // What the client reads of its event streams, counted as it reads: comments included.
+    window.streamChunks = 0
+    const realFetch = window.fetch
+    window.fetch = async (url, init) => {
+      const response = await realFetch(url, init)
+      if (!String(url).endsWith('/events') || response.body === null) return response
+      const counted = response.body.pipeThrough(new TransformStream({
+        transform(chunk, controller) { window.streamChunks += 1; controller.enqueue(chunk) },
+      }))
+      return new Response(counted, response)
+    }
+  }
+  const service = query.get('service')
+  window.harness = createHarness(await import(service + '/client/v1/shell-client.js'), service)
 </script>
 <p>a page of a front end</p></html>`
 
 /**
  * A page of the app, at any other path: its script makes a `<shell-frame>`
- * from the query (`app`, `base-url`, `live`, `locales`, `sub`), sets its getToken before
+ * whose attributes are the query's (`app`, `base-url`, `label-sidebar`…; the
+ * page's own language from `page-lang`), sets its getToken before
  * the element is defined, then imports shell-frame.js from the service, so
  * the element takes up the property when it is defined. `readFrame()`
  * reads what it drew; `actions` records the `shell-action` events that
@@ -211,7 +247,8 @@ const FRAME_PAGE = `<!doctype html>
 <script type="module">
   const params = new URLSearchParams(location.search)
   const frame = document.createElement('shell-frame')
-  for (const name of ['app', 'base-url', 'live', 'locales', 'sub']) if (params.has(name)) frame.setAttribute(name, params.get(name))
+  for (const [name, value] of params) if (name !== 'service' && name !== 'page-lang') frame.setAttribute(name, value)
+  if (params.has('page-lang')) document.documentElement.lang = params.get('page-lang')
   frame.getToken = (context) => window.mintToken('frame', context)
   frame.innerHTML = '<main><h1>A page of the app</h1><p>Its own content.</p></main>'
   document.body.append(frame)
@@ -251,6 +288,17 @@ export async function startClientPages(
     browser,
     origin,
     tokenCalls,
+    async shellAnswers(status) {
+      const { values } = await service.service.metrics.httpRequestDuration.get()
+      const answers = values.find(
+        (value) =>
+          value.metricName === 'shell_http_request_duration_seconds_count' &&
+          value.labels.route === '/api/v1/shell/:appKey' &&
+          value.labels.method === 'GET' &&
+          String(value.labels.status_code) === String(status),
+      )
+      return answers?.value ?? 0
+    },
     setTokens(name, policy) {
       policies.set(name, policy)
     },
@@ -258,6 +306,7 @@ export async function startClientPages(
       const page = await browser.newPage()
       // Timers and Date under the test's hand; the network stays real.
       if (openOptions.fakeClock === true) await page.clock.install()
+      if (openOptions.initScript !== undefined) await page.addInitScript(openOptions.initScript)
       const requests: SeenRequest[] = []
       const byRequest = new Map<unknown, SeenRequest>()
       page.on('request', (request) => {
@@ -277,7 +326,14 @@ export async function startClientPages(
       })
       page.on('requestfinished', (request) => {
         const seen = byRequest.get(request)
-        if (seen !== undefined) seen.doneAt = Date.now()
+        if (seen === undefined) return
+        seen.doneAt = Date.now()
+        request.allHeaders().then(
+          (headers) => {
+            seen.sentHeaders = headers
+          },
+          () => {},
+        )
       })
       page.on('requestfailed', (request) => {
         const seen = byRequest.get(request)
@@ -290,7 +346,25 @@ export async function startClientPages(
       const pageErrors: string[] = []
       page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
       const separator = path.includes('?') ? '&' : '?'
-      await page.goto(`${origin}/${path}${separator}service=${encodeURIComponent(service.url)}`)
+      let pageOrigin = origin
+      if (openOptions.sameOrigin === true) {
+        // The service serves no pages: the browser is given the page server's as the service's.
+        pageOrigin = service.url
+        const served = `http://localhost:${pages.port}`
+        await page.route(
+          (url) => url.origin === service.url && !/^\/(api|client)\//.test(url.pathname),
+          async (route) => {
+            const url = new URL(route.request().url())
+            const answer = await fetch(`${served}${url.pathname}${url.search}`)
+            await route.fulfill({
+              status: answer.status,
+              contentType: answer.headers.get('content-type') ?? 'text/html',
+              body: await answer.text(),
+            })
+          },
+        )
+      }
+      await page.goto(`${pageOrigin}/${path}${separator}service=${encodeURIComponent(service.url)}`)
       if (path.startsWith('client.html')) {
         await page.waitForFunction(() => 'harness' in globalThis, undefined, { timeout: 15_000 })
       }
@@ -305,6 +379,7 @@ interface PageHarness {
   read(name: string): ClientRecord
   refresh(name: string): void
   close(name: string): void
+  clearStoredShells(): void
 }
 
 function createClientPage(page: Page, requests: SeenRequest[], pageErrors: string[]): ClientPage {
@@ -352,6 +427,10 @@ function createClientPage(page: Page, requests: SeenRequest[], pageErrors: strin
       page.evaluate(
         (name) => (globalThis as unknown as { harness: PageHarness }).harness.close(name),
         name,
+      ),
+    clearStoredShells: () =>
+      page.evaluate(() =>
+        (globalThis as unknown as { harness: PageHarness }).harness.clearStoredShells(),
       ),
     setVisibility: (visibility) =>
       page.evaluate((visibility) => {

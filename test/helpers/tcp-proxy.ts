@@ -1,12 +1,15 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
 
 /**
- * A TCP proxy in front of PostgreSQL, to inject network faults the database
- * cannot: `freeze()` makes every open connection silent without closing it
- * (a half-open connection), `cut()` resets them all, `hold()` accepts new
+ * A TCP proxy in front of PostgreSQL or the service, to inject network faults
+ * neither can: `freeze()` makes every open connection silent without closing
+ * it (a half-open connection), `cut()` resets them all, `hold()` accepts new
  * connections but passes nothing until `release()` (a connection being made,
- * for as long as a test needs). It counts the bytes it passes, which the
- * bench reads as bytes on the wire.
+ * for as long as a test needs). For HTTP/1.1 it can pick connections by their
+ * last request line: `freeze(which)` silences those, `holdRequests(which)`
+ * silences a connection as such a request arrives (a request never answered)
+ * until `release()`. It counts the bytes it passes, which the bench reads as
+ * bytes on the wire.
  */
 export interface TcpProxy {
   readonly port: number
@@ -14,24 +17,44 @@ export interface TcpProxy {
   readonly bytes: { readonly up: number; readonly down: number }
   /** Swaps the port in a connection string to go through the proxy. */
   route(url: string): string
-  freeze(): void
+  /** Silences the open connections whose last request line matches (every one, without `which`). */
+  freeze(which?: (requestLine: string) => boolean): void
   cut(): void
   hold(): void
+  /** From now on, a request whose request line matches is not passed on, and its connection goes silent. */
+  holdRequests(which: (requestLine: string) => boolean): void
   release(): void
   close(): Promise<void>
 }
 
+/** The request line a chunk from an HTTP/1.1 client starts with, if it starts a request. */
+const REQUEST_LINE = /^[A-Z]+ \S+ HTTP\/1\.1(?=\r\n)/
+
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
-  const pairs = new Set<{ client: Socket; upstream: Socket; frozen: boolean }>()
+  const pairs = new Set<{
+    client: Socket
+    upstream: Socket
+    frozen: boolean
+    lastRequest: string
+  }>()
   const bytes = { up: 0, down: 0 }
   const held: Socket[] = []
   let holding = false
+  let heldRequests: ((requestLine: string) => boolean) | undefined
   const pass = (client: Socket) => {
     const upstream = connect(targetPort, targetHost)
-    const pair = { client, upstream, frozen: false }
+    const pair = { client, upstream, frozen: false, lastRequest: '' }
     pairs.add(pair)
     client.on('data', (chunk: Buffer) => {
       if (pair.frozen) return
+      const requestLine = REQUEST_LINE.exec(chunk.toString('latin1', 0, 2048))?.[0]
+      if (requestLine !== undefined) {
+        pair.lastRequest = requestLine
+        if (heldRequests?.(requestLine)) {
+          pair.frozen = true
+          return
+        }
+      }
       bytes.up += chunk.length
       upstream.write(chunk)
     })
@@ -72,15 +95,20 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       parsed.port = String(port)
       return parsed.toString()
     },
-    freeze() {
-      for (const pair of pairs) pair.frozen = true
+    freeze(which) {
+      for (const pair of pairs)
+        if (which === undefined || which(pair.lastRequest)) pair.frozen = true
     },
     cut,
     hold() {
       holding = true
     },
+    holdRequests(which) {
+      heldRequests = which
+    },
     release() {
       holding = false
+      heldRequests = undefined
       for (const client of held.splice(0)) {
         pass(client)
         client.resume()

@@ -78,7 +78,8 @@ function readFrame(page: Page): Promise<DrawnFrame> {
         children: readList(entry.querySelector(':scope > ul')),
       }))
     return {
-      lang: root.querySelector('header')?.lang ?? '',
+      // The shell's language is on its texts; the frame's own names are in the page's.
+      lang: root.querySelector('[part~=product-name]')?.lang ?? '',
       product: text(root.querySelector('header [part~=product-name]')),
       search: root.querySelector('header [role=search] input')?.placeholder ?? null,
       user: text(root.querySelector('header details summary')),

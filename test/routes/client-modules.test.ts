@@ -8,15 +8,18 @@ import { PACKAGE_ROOT } from '../helpers/service-process.js'
 
 /**
  * `GET /client/v1/shell-client.js` and `/client/v1/shell-frame.js` over real
- * HTTP (CONTRACT.md, section 13): the built modules as they are, public,
- * cacheable for five minutes, readable from any origin, compressed as the
- * API's bodies are with a strong tag per coding, and absent from the OpenAPI
- * document. Local mode serves them too: test/client/preview-frame.test.ts.
+ * HTTP (CONTRACT.md, section 13): the built modules as they are, minified,
+ * each naming its source map, which is served beside it; public, cacheable
+ * for five minutes, readable from any origin, compressed as the API's bodies
+ * are with a strong tag per coding, and absent from the OpenAPI document.
+ * Local mode serves them too: test/client/preview-frame.test.ts.
  */
 
 const MODULES = ['shell-client.js', 'shell-frame.js']
+/** Where `npm run build:client` puts what is served: the minified modules and their maps. */
+const SERVED_DIR = 'dist/client/served'
 /** The largest a module may weigh once `gzip -9` compresses it (CONTRACT.md 13). */
-const MAX_GZIP_BYTES = 6_000
+const MAX_GZIP_BYTES = 3_500
 const CHROMIUM_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
 
 const { url } = await startTestService(t, {
@@ -27,7 +30,7 @@ const { url } = await startTestService(t, {
 
 for (const name of MODULES) {
   t.test(`${name}: the built module, public and cacheable`, async (t) => {
-    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const built = await readFile(join(PACKAGE_ROOT, SERVED_DIR, name))
     const response = await httpRequest(url, `/client/v1/${name}`, {
       headers: { origin: 'https://elsewhere.example.org' },
     })
@@ -40,7 +43,14 @@ for (const name of MODULES) {
     t.equal(response.headers.vary, 'Accept-Encoding')
     t.equal(response.headers['content-encoding'], undefined, 'no Accept-Encoding: as it is')
     t.match(response.headers.etag, /^"[A-Za-z0-9_-]+"$/, 'a strong tag')
-    t.notOk(/\/\*\*|^\s*\/\/ /m.test(response.text), 'no comments: they are in the sources')
+    t.notOk(/\/\*|^\s*\/\/ /m.test(response.text), 'no comments: they are in the sources')
+    t.notOk(/^[ \t]/m.test(response.text), 'no indentation')
+    t.notOk(/\bconst |\bfunction [a-zA-Z]{4,}\(/.test(response.text), 'local names shortened')
+    t.equal(
+      response.text.trimEnd().split('\n').at(-1),
+      `//# sourceMappingURL=${name}.map`,
+      'its last line names its source map, beside it',
+    )
 
     const again = await httpRequest(url, `/client/v1/${name}`, {
       headers: { 'if-none-match': String(response.headers.etag) },
@@ -58,7 +68,7 @@ for (const name of MODULES) {
   })
 
   t.test(`${name}: br and gzip, each with a strong tag of its own`, async (t) => {
-    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const built = await readFile(join(PACKAGE_ROOT, SERVED_DIR, name))
     const identity = await httpRequest(url, `/client/v1/${name}`)
     const br = await httpRequest(url, `/client/v1/${name}`, {
       headers: { 'accept-encoding': CHROMIUM_ACCEPT_ENCODING },
@@ -89,19 +99,60 @@ for (const name of MODULES) {
   })
 }
 
-t.test('each module is at most 6,000 bytes as gzip -9 compresses it', async (t) => {
+t.test('each module is at most 3,500 bytes as gzip -9 compresses it', async (t) => {
   for (const name of MODULES) {
-    const built = await readFile(join(PACKAGE_ROOT, 'dist/client', name))
+    const built = await readFile(join(PACKAGE_ROOT, SERVED_DIR, name))
     const size = gzipSync(built, { level: 9 }).length
     t.ok(size <= MAX_GZIP_BYTES, `${name}: ${size} bytes`)
   }
 })
 
-t.test('without a token, and only these two files', async (t) => {
+t.test('the source maps: served beside the modules, naming the sources they hold', async (t) => {
+  for (const name of MODULES) {
+    const response = await httpRequest(url, `/client/v1/${name}.map`, {
+      headers: { origin: 'https://elsewhere.example.org', 'accept-encoding': 'gzip' },
+    })
+    t.equal(response.status, 200, `${name}.map`)
+    t.equal(response.headers['content-type'], 'application/json; charset=utf-8')
+    t.equal(response.headers['cache-control'], 'public, max-age=300')
+    t.equal(response.headers['access-control-allow-origin'], '*')
+    t.equal(response.headers['content-encoding'], 'gzip', 'compressed as the modules are')
+    const map = JSON.parse(gunzipSync(response.body).toString('utf8')) as {
+      version: number
+      sources: string[]
+      sourcesContent: string[]
+      mappings: string
+    }
+    t.equal(map.version, 3)
+    t.ok(map.mappings.length > 0, 'with mappings')
+    const entry = name.replace(/\.js$/, '.ts')
+    t.ok(
+      map.sources.some((source) => source.endsWith(`src/client/${entry}`)),
+      `${name}: its sources name ${entry}: ${map.sources.join(', ')}`,
+    )
+    for (const [index, source] of map.sources.entries()) {
+      const path = join(PACKAGE_ROOT, 'src/client', source.split('src/client/')[1] ?? '')
+      t.equal(map.sourcesContent[index], await readFile(path, 'utf8'), `${source}, whole`)
+    }
+  }
+  const frame = await readFile(join(PACKAGE_ROOT, SERVED_DIR, 'shell-frame.js'), 'utf8')
+  const imports = [...frame.matchAll(/\bfrom\s*"([^"]+)"|\bimport\s*\(?\s*"([^"]+)"/g)]
+  t.same(
+    imports.map((match) => match[1] ?? match[2]),
+    ['./shell-client.js'],
+    'shell-frame.js imports ./shell-client.js only',
+  )
+  const client = await readFile(join(PACKAGE_ROOT, SERVED_DIR, 'shell-client.js'), 'utf8')
+  t.notMatch(client, /\bfrom\s*"|\bimport\s*\(/, 'shell-client.js imports nothing')
+})
+
+t.test('without a token, and only these files', async (t) => {
   const other = await httpRequest(url, '/client/v1/other.js')
   t.equal(other.status, 404)
   const source = await httpRequest(url, '/client/v1/shell-client.ts')
   t.equal(source.status, 404)
+  const part = await httpRequest(url, '/client/v1/shell-stream.js')
+  t.equal(part.status, 404, 'not the package’s own files')
   const post = await httpRequest(url, '/client/v1/shell-client.js', { method: 'POST' })
   t.equal(post.status, 404, 'GET and HEAD only')
 })

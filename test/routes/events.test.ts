@@ -1,6 +1,7 @@
+import type { Socket } from 'node:net'
 import t from 'tap'
 import { type EventStreamClient, openEventStream } from '../helpers/event-stream-client.js'
-import { bearer, httpRequest } from '../helpers/http-client.js'
+import { bearer, httpRequest, openConnection } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
 import { sleep, waitFor } from '../helpers/wait.js'
@@ -296,6 +297,36 @@ t.test('shutdown ends every stream first, so the drain does not wait for them', 
   await Promise.all(streams.map((stream) => stream.ended))
   t.ok(tookMs < 3_000, `closed in ${tookMs} ms with three streams open`)
 })
+
+t.test(
+  'after the shutdown ended the streams, a new one on an open connection: 503, Retry-After: 1',
+  async (t) => {
+    const doomed = await startTestService(t, { logs, db, jwks })
+    const serverSockets: Socket[] = []
+    doomed.service.app.server.on('connection', (socket: Socket) => serverSockets.push(socket))
+    const stream = await openEventStream(doomed.url, EVENTS, { authorization: `Bearer ${sales}` })
+    await stream.waitForEvents(1)
+    // A stream request begun on a connection of its own, finished only once the drain began:
+    // a busy connection stays open through the drain, as a client's kept-alive one may.
+    const connection = await openConnection(doomed.url)
+    t.teardown(() => connection.destroy())
+    const head = `GET ${EVENTS} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${sales}\r\n`
+    const readBytes = () => serverSockets.reduce((sum, socket) => sum + socket.bytesRead, 0)
+    const before = readBytes()
+    connection.write(head)
+    await waitFor(() => readBytes() >= before + head.length, 'the service to read the request')
+
+    const closed = doomed.close()
+    await stream.ended
+    connection.write('\r\n')
+    const refused = await connection.nextResponse()
+    t.equal(refused.status, 503)
+    t.equal(refused.headers['retry-after'], '1', 'back in a second, to another instance')
+    t.equal(refused.headers.connection, 'close')
+    t.match(refused.json(), { status: 503, detail: /shutting down/ })
+    await closed
+  },
+)
 
 t.test('no log line holds a token or its signature', async (t) => {
   t.same(logs.leaks(), [])
