@@ -128,6 +128,8 @@ export interface ReadChangesOptions {
  * is built.
  */
 const APPS_PER_CHUNK = 100
+/** Chunks in flight while one is built: the database and the build overlap. */
+const CHUNKS_AHEAD = 2
 
 /**
  * Reads what changed in one read-only REPEATABLE READ transaction, one state of the database
@@ -171,14 +173,23 @@ export async function readSnapshotChanges(
     for (let start = 0; start < selected.length; start += APPS_PER_CHUNK) {
       chunks.push(selected.slice(start, start + APPS_PER_CHUNK))
     }
-    let next = chunks.length > 0 ? readAppRows(tx, chunks[0] as string[]) : undefined
-    for (let index = 0; next !== undefined; index += 1) {
-      const rows = await next
-      const following = chunks[index + 1]
-      next = following === undefined ? undefined : readAppRows(tx, following)
-      // Failed in onRows, the transaction rolls back and fails the chunk read meanwhile too.
-      next?.catch(() => {})
-      await options.onRows(rows)
+    // Chunks are asked for ahead of the one being built, so the database works meanwhile.
+    const inFlight: Promise<SnapshotRows>[] = []
+    let asked = 0
+    const askNext = () => {
+      const chunk = chunks[asked]
+      if (chunk === undefined) return
+      asked += 1
+      const rows = readAppRows(tx, chunk)
+      // Failed in onRows, the transaction rolls back and fails the reads in flight: not unhandled.
+      rows.catch(() => {})
+      inFlight.push(rows)
+    }
+    while (asked < Math.min(CHUNKS_AHEAD, chunks.length)) askNext()
+    for (let rows = inFlight.shift(); rows !== undefined; rows = inFlight.shift()) {
+      const read = await rows
+      askNext()
+      await options.onRows(read)
     }
     return found
   })

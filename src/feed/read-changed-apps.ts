@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect.js'
 import { type ChangesFound, readSnapshotChanges } from '../db/read-snapshot-rows.js'
 import { type AppRecord, recordApp } from '../snapshot/app-record.js'
 import { groupRowsByApp } from '../snapshot/app-rows.js'
-import { datasetOf, revisionInSnapshot } from '../snapshot/build.js'
+import { datasetOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 
 /**
@@ -33,6 +33,7 @@ export async function readChangedApps(
   since: string | undefined,
 ): Promise<ChangedApps> {
   const records: AppRecord[] = []
+  const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
   const found = await readSnapshotChanges(sql, {
     ...(since === undefined ? {} : { since }),
     selectApps(found) {
@@ -47,7 +48,7 @@ export async function readChangedApps(
     async onRows(rows) {
       let sliceStartedAt = performance.now()
       for (const appRows of groupRowsByApp(rows)) {
-        records.push(recordApp(appRows))
+        records.push(recordApp(appRows, held.get(appRows.app.appKey)))
         if (performance.now() - sliceStartedAt < BUILD_SLICE_MS) continue
         await yieldToEventLoop()
         sliceStartedAt = performance.now()

@@ -36,8 +36,12 @@ export interface ItemWindow {
 
 const NO_WINDOWS: readonly ItemWindow[] = Object.freeze([])
 
-/** One app's record from its rows. */
-export function recordApp(rows: AppRows): AppRecord {
+/**
+ * One app's record from its rows. Given the record already held of it, and the content the
+ * same (a revision moved by an import of the same definitions, a migration), that record is kept,
+ * at the new revision: a reload that reads every app holds no second copy of their bytes.
+ */
+export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
   const { app } = rows
   const items: ItemTuple[] = []
   const roles = new Set<string>()
@@ -54,9 +58,15 @@ export function recordApp(rows: AppRows): AppRecord {
     if (visibleFrom !== null || visibleUntil !== null)
       windows.push({ itemKey, visibleFrom, visibleUntil })
   })
-  const content = Buffer.from(encodeAppContent(app, rows.branding, items))
+  const json = encodeAppContent(app, rows.branding, items)
+  const hash = contentTag(json)
+  if (held?.hash === hash) {
+    return held.revision === app.revision
+      ? held
+      : Object.freeze({ ...held, revision: app.revision })
+  }
+  const content = Buffer.from(json)
   const locales = [...localesByLowercase(app.defaultLocale, labelLocales).values()]
-  const hash = contentTag(content)
   return Object.freeze({
     appKey: app.appKey,
     revision: app.revision,

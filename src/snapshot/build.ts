@@ -58,7 +58,10 @@ function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
  */
 export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
   const { complete = true, removedApps = [], ...rest } = options
-  const records = groupRowsByApp(rows).map(recordApp)
+  const held = options.previous === undefined ? undefined : recordsOf(options.previous)
+  const records = groupRowsByApp(rows).map((appRows) =>
+    recordApp(appRows, held?.get(appRows.app.appKey)),
+  )
   const read = new Set(records.map((record) => record.appKey))
   const previousKeys = options.previous?.appKeys ?? []
   const removed = complete ? previousKeys.filter((appKey) => !read.has(appKey)) : removedApps
