@@ -34,6 +34,7 @@ export async function readChangedApps(
 ): Promise<ChangedApps> {
   const records: AppRecord[] = []
   const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
+  let sliceStartedAt = performance.now()
   const found = await readSnapshotChanges(sql, {
     ...(since === undefined ? {} : { since }),
     selectApps(found) {
@@ -46,9 +47,9 @@ export async function readChangedApps(
         .map((app) => app.appKey)
     },
     async onRows(rows) {
-      let sliceStartedAt = performance.now()
       for (const appRows of groupRowsByApp(rows)) {
         records.push(recordApp(appRows, held.get(appRows.app.appKey)))
+        // Across chunks too: a chunk read ahead resolves at once, in the same task.
         if (performance.now() - sliceStartedAt < BUILD_SLICE_MS) continue
         await yieldToEventLoop()
         sliceStartedAt = performance.now()
