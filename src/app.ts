@@ -12,6 +12,7 @@ import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import { createEventStreams } from './events/event-streams.js'
 import type { ApiRouteDeps } from './http/api-conventions.js'
+import { registerAppLookup } from './http/app-lookup.js'
 import { registerAuthentication } from './http/authentication.js'
 import { createCors } from './http/cors.js'
 import { drainConnectionsOnClose } from './http/drain-connections.js'
@@ -131,6 +132,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const api: ApiRouteDeps = {
     snapshots: deps.snapshots,
     authenticate: registerAuthentication(app, deps.verifier),
+    lookup: registerAppLookup(app, deps.snapshots),
     negotiation: createNegotiation(),
     representations: createRepresentationCache(),
     varyByOrigin: cors !== undefined,
@@ -145,7 +147,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const { localIssuer } = deps
     if (localIssuer !== undefined) {
       registerLocalIssuerRoutes(routes, { localIssuer })
-      registerPreviewRoutes(routes, deps)
+      registerPreviewRoutes(routes, api)
     }
     registerOpenApiRoutes(routes)
   })

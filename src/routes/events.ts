@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { type EventStreams, STREAMS_FULL_RETRY_AFTER_S } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
-import type { ApiRouteDeps } from '../http/api-conventions.js'
-import { appShellHooks, findAppView } from '../http/app-lookup.js'
+import { type ApiRouteDeps, appShellHooks } from '../http/api-conventions.js'
 import { firstHeaderValue } from '../http/header-values.js'
 import { sendProblem } from '../http/problem.js'
 import {
@@ -25,7 +24,7 @@ export function registerEventRoutes(
   app: FastifyInstance,
   deps: ApiRouteDeps & { readonly streams: EventStreams },
 ): void {
-  const { snapshots, negotiation, streams } = deps
+  const { negotiation, streams } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     {
@@ -42,10 +41,10 @@ export function registerEventRoutes(
         timedToHead: true,
       },
       onRequest: appShellHooks(deps),
+      preHandler: deps.lookup.appView,
     },
     (request, reply) => {
-      const view = findAppView(snapshots, request, reply)
-      if (view === undefined) return reply
+      const view = request.appView
       const refusal = streams.refusal()
       if (refusal !== undefined) {
         return sendProblem(
