@@ -10,6 +10,8 @@ export interface StreamSpec {
 interface Client {
   readonly socket: Socket
   events: number
+  /** The connection was closed, by either side. */
+  closed: boolean
   /** The end of the last chunk, where an event's name may have been cut in two. */
   tail: string
 }
@@ -54,7 +56,7 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
 
   const openOne = (spec: StreamSpec) => {
     const socket = connect({ host: hostname, port: Number(port) })
-    const client: Client = { socket, events: 0, tail: '' }
+    const client: Client = { socket, events: 0, tail: '', closed: false }
     clients.push(client)
     const language = spec.acceptLanguage ? `Accept-Language: ${spec.acceptLanguage}\r\n` : ''
     socket.setEncoding('latin1')
@@ -66,6 +68,9 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
     })
     socket.on('data', (text: string) => countEvents(client, text))
     socket.on('error', (error) => failures.push(error.message))
+    socket.once('close', () => {
+      client.closed = true
+    })
   }
 
   /** Resolves when every client has seen `events` events, with when the first and the last did. */
@@ -108,6 +113,8 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
       return { min: Math.min(...counts), max: Math.max(...counts) }
     },
     failures: () => failures.length,
+    /** Streams whose connection neither side has closed. */
+    openCount: () => clients.filter((client) => !client.closed).length,
     close: () => {
       for (const { socket } of clients) socket.destroy()
     },
