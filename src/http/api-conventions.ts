@@ -36,6 +36,8 @@ export interface ApiRouteDeps {
   readonly snapshots: SnapshotSource
   /** The `onRequest` hook that verifies the token and sets `request.caller` (http/authentication.ts). */
   readonly authenticate: onRequestAsyncHookHandler
+  /** The `onRequest` hook that answers what the instance cannot take now with a 503 (http/shed-excess.ts). */
+  readonly shedExcess: onRequestHookHandler
   /** The preHandlers that set `request.snapshot` and `request.appView` (http/app-lookup.ts). */
   readonly lookup: AppLookup
   readonly negotiation: Negotiation
@@ -55,13 +57,15 @@ const rejectImpossibleAppKey: onRequestHookHandler = (request, reply, done) => {
 
 /**
  * The `onRequest` hooks of a route on one app's shell (its GET and its events, whose tags
- * follow the GET's), in their order: Vary first, so errors carry it; the key; the token.
+ * follow the GET's), in their order: Vary first, so errors carry it; the excess shed before
+ * any work; the key; the token.
  */
 export function appShellHooks(
   deps: ApiRouteDeps,
 ): (onRequestHookHandler | onRequestAsyncHookHandler)[] {
   return [
     varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+    deps.shedExcess,
     rejectImpossibleAppKey,
     deps.authenticate,
   ]

@@ -38,7 +38,7 @@ export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): vo
         response: appsResponses,
       },
       config: documentRequest({ headers: INVENTORY_REQUEST_HEADERS }),
-      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.authenticate],
+      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.shedExcess, deps.authenticate],
       preHandler: deps.lookup.snapshot,
     },
     (request, reply) => {

@@ -87,7 +87,7 @@ const eventResponses = {
   ...API_ERRORS,
   404: NO_SUCH_APP,
   503: problemResponse(
-    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, or the instance holds as many streams as it may (EVENT_STREAMS_MAX).",
+    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, the instance is answering as many requests as it can, or it holds as many streams as it may (EVENT_STREAMS_MAX).",
     RETRY_AFTER_HEADERS,
   ),
 }

@@ -1,0 +1,134 @@
+/**
+ * How many API requests the instance takes at once: a limit that follows what it can do, in the
+ * manner of Netflix's concurrency-limits (Gradient2) and Envoy's adaptive concurrency filter, but
+ * measured on the event loop. libuv accepts one connection per turn of the loop, and a probe is
+ * answered the turn after its connection is taken, so what must stay short is the turn. Each
+ * window compares the turns that did API work with their budget: while they stay within it, a
+ * limit that turned requests away grows; as they lengthen, it shrinks in proportion.
+ * docs/operations.md, "Under overload".
+ */
+export interface ConcurrencyLimit {
+  /** Takes a slot when one is free; false: the instance is at its limit. */
+  tryAcquire(): boolean
+  release(): void
+  /**
+   * A turn of the event loop that admitted, shed or answered API requests, or accepted a
+   * connection, took `durationMs`; `accepted`: it accepted a connection.
+   */
+  recordTurn(turn: { readonly durationMs: number; readonly accepted: boolean }, nowMs: number): void
+  /** The current limit, whole. */
+  readonly limit: number
+  readonly inFlight: number
+}
+
+export interface ConcurrencyLimitOptions {
+  /** The limit at start (before any measurement). */
+  readonly initial?: number
+  readonly min?: number
+  readonly max?: number
+}
+
+/**
+ * A turn's budget: a probe's connection is accepted within a turn and the probe answered in the
+ * next, and an admitted request within a few: 20 ms keeps both far inside the probes' 1 s and
+ * above the 2 to 5 ms turns of a full load of 50 connections, which needs no shedding.
+ */
+const TURN_BUDGET_MS = 20
+/**
+ * While connections wait to be accepted (most turns accept one, for ACCEPTING_WINDOWS windows
+ * running), 1 ms: 2,000 connections opened at once are taken in about two seconds.
+ */
+const ACCEPTING_TURN_BUDGET_MS = 1
+const ACCEPTING_SHARE = 0.5
+/** Two windows: the 50 connections of a client pool opened at once are no backlog. */
+const ACCEPTING_WINDOWS = 2
+/** Before anything is measured: a full load of 50 connections (bench/README.md, "Overload"). */
+const INITIAL_LIMIT = 50
+/** Never fewer: the thread pool's four threads verify signatures side by side. */
+const MIN_LIMIT = 4
+/** Past this many requests at once, no instance on a few cores answers any faster. */
+const MAX_LIMIT = 1_000
+/** A window ends after this long with at least MIN_TURNS turns (else when it has them). */
+const WINDOW_MS = 100
+const MIN_TURNS = 5
+/**
+ * Per window the limit moves in proportion to how far the turns are from their budget, by half
+ * at most (a slow window, a GC pause, costs little) and by double at most.
+ */
+const MIN_GRADIENT = 0.5
+const MAX_GRADIENT = 2
+/** Growth moves the limit this share of the way to where the turns point: room is a guess. */
+const GROWTH_SMOOTHING = 0.5
+
+export function createAdaptiveConcurrencyLimit(
+  options: ConcurrencyLimitOptions = {},
+): ConcurrencyLimit {
+  const min = options.min ?? MIN_LIMIT
+  const max = options.max ?? MAX_LIMIT
+  let limit = clamp(options.initial ?? INITIAL_LIMIT, min, max)
+  let inFlight = 0
+  let windowStartMs: number | undefined
+  let turnsMs: number[] = []
+  let acceptingTurns = 0
+  let acceptingWindows = 0
+  let admitted = 0
+  let shed = 0
+
+  function endWindow(): void {
+    acceptingWindows = acceptingTurns >= ACCEPTING_SHARE * turnsMs.length ? acceptingWindows + 1 : 0
+    const budgetMs =
+      acceptingWindows >= ACCEPTING_WINDOWS ? ACCEPTING_TURN_BUDGET_MS : TURN_BUDGET_MS
+    // The median: a turn that met a garbage collection says nothing of the load.
+    const typicalMs = turnsMs.sort((a, b) => a - b)[Math.floor(turnsMs.length / 2)] as number
+    const ratio = budgetMs / typicalMs
+    // Turns spent mostly on answers the limit refused (clients back at once, not waiting their
+    // Retry-After) would not shorten with a lower limit, which would only serve fewer.
+    const gradient = clamp(shed > admitted ? Math.max(1, ratio) : ratio, MIN_GRADIENT, MAX_GRADIENT)
+    // Room to grow only when the limit turned requests away: a limit nobody reaches proves nothing.
+    const target = gradient > 1 && shed === 0 ? limit : limit * gradient
+    // Down at once, as far as the turns say; up a share of the way.
+    limit = clamp(target < limit ? target : limit + GROWTH_SMOOTHING * (target - limit), min, max)
+    turnsMs = []
+    acceptingTurns = 0
+    admitted = 0
+    shed = 0
+  }
+
+  return {
+    tryAcquire() {
+      if (inFlight >= Math.floor(limit)) {
+        shed += 1
+        return false
+      }
+      inFlight += 1
+      admitted += 1
+      return true
+    },
+
+    release() {
+      inFlight -= 1
+    },
+
+    recordTurn(turn, nowMs) {
+      windowStartMs ??= nowMs
+      turnsMs.push(turn.durationMs)
+      if (turn.accepted) acceptingTurns += 1
+      if (nowMs - windowStartMs >= WINDOW_MS && turnsMs.length >= MIN_TURNS) {
+        endWindow()
+        windowStartMs = nowMs
+      }
+    },
+
+    get limit() {
+      return Math.floor(limit)
+    },
+
+    get inFlight() {
+      return inFlight
+    },
+  }
+}
+
+function clamp(value: number, low: number, high: number): number {
+  return Math.min(high, Math.max(low, value))
+}
