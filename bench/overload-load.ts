@@ -22,6 +22,8 @@ export interface LoadFigures {
   readonly durationS: number
   /** Answers by status, as text. */
   readonly statuses: Readonly<Record<string, number>>
+  /** 200s by the whole second of the load they were answered in. */
+  readonly servedInSecond: Readonly<Record<string, number>>
   /** The 200s, each timed from its request (0 when none was timed). */
   readonly served: { readonly timed: number; p50Ms: number; p99Ms: number; maxMs: number }
   /** wrk's own figures over every answer, 503s included. */
@@ -95,6 +97,7 @@ export async function runOverloadLoad(options: {
     requests: raw.requests,
     durationS: raw.durationUs / 1e6,
     statuses: raw.statuses,
+    servedInSecond: raw.servedInSecond,
     served: raw.served,
     all: { p50Ms: raw.p50Us / 1000, p99Ms: raw.p99Us / 1000, maxMs: raw.maxUs / 1000 },
     errorsByKind: raw.errorsByKind,

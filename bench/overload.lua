@@ -40,8 +40,10 @@ function init(args)
     end
   end
   cursor = 0
-  -- sub -> when its request was made; whole ms -> 200s that took that long.
-  sent_at, served_ms = {}, {}
+  -- sub -> when its request was made; whole ms -> 200s that took that long; whole seconds into
+  -- the load -> 200s answered in that second.
+  sent_at, served_ms, served_in_second = {}, {}, {}
+  started_at = now_ms()
   -- Keyed by text: a table keyed by small numbers would be copied out as an array.
   statuses = {}
   -- The waits asked for, first in first out: each answer is followed by one delay() call of its
@@ -75,6 +77,8 @@ function response(status, headers, body)
     waits[last_wait] = 1000 * (tonumber(headers["retry-after"] or headers["Retry-After"]) or 0)
   end
   if status ~= 200 then return end
+  local second = "" .. math.floor((now_ms() - started_at) / 1000)
+  served_in_second[second] = (served_in_second[second] or 0) + 1
   local sub = body:match('"sub":"([^"]*)"')
   local at = sub and sent_at[sub]
   if at then
@@ -98,8 +102,11 @@ local function percentile(counts, total, share)
 end
 
 function done(summary, latency)
-  local counts, timed, by_status = {}, 0, {}
+  local counts, timed, by_status, by_second = {}, 0, {}, {}
   for _, thread in ipairs(threads) do
+    for second, count in pairs(thread:get("served_in_second")) do
+      by_second[second] = (by_second[second] or 0) + count
+    end
     for ms, count in pairs(thread:get("served_ms")) do
       counts[ms] = (counts[ms] or 0) + count
       timed = timed + count
@@ -108,17 +115,20 @@ function done(summary, latency)
       by_status[status] = (by_status[status] or 0) + count
     end
   end
-  local parts = {}
+  local parts, seconds = {}, {}
   for status, count in pairs(by_status) do
     table.insert(parts, string.format('"%s":%d', status, count))
   end
+  for second, count in pairs(by_second) do
+    table.insert(seconds, string.format('"%s":%d', second, count))
+  end
   local errors = summary.errors
   io.write(string.format(
-    'overload-result {"requests":%d,"durationUs":%d,"statuses":{%s},' ..
+    'overload-result {"requests":%d,"durationUs":%d,"statuses":{%s},"servedInSecond":{%s},' ..
     '"served":{"timed":%d,"p50Ms":%d,"p99Ms":%d,"maxMs":%d},' ..
     '"p50Us":%d,"p99Us":%d,"maxUs":%d,' ..
     '"errorsByKind":{"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d}}\n',
-    summary.requests, summary.duration, table.concat(parts, ","),
+    summary.requests, summary.duration, table.concat(parts, ","), table.concat(seconds, ","),
     timed, percentile(counts, timed, 0.5), percentile(counts, timed, 0.99),
     percentile(counts, timed, 1), latency:percentile(50), latency:percentile(99), latency.max,
     errors.connect, errors.read, errors.write, errors.timeout, errors.status))
