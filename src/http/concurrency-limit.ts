@@ -8,8 +8,8 @@
  * docs/operations.md, "Under overload".
  */
 export interface ConcurrencyLimit {
-  /** Takes a slot when one is free; false: the instance is at its limit. */
-  tryAcquire(): boolean
+  /** Takes a slot when one is free, at `nowMs`; false: the instance is at its limit. */
+  tryAcquire(nowMs: number): boolean
   release(): void
   /**
    * A turn of the event loop that admitted, shed or answered API requests, or accepted a
@@ -48,6 +48,11 @@ const INITIAL_LIMIT = 50
 const MIN_LIMIT = 4
 /** Past this many requests at once, no instance on a few cores answers any faster. */
 const MAX_LIMIT = 1_000
+/**
+ * A limit brought down by an overload stays down while nothing comes to raise it: after a second
+ * without a turn, the next burst starts from the initial limit again, not from the overload's.
+ */
+const QUIET_MS = 1_000
 /** A window ends after this long with at least MIN_TURNS turns (else when it has them). */
 const WINDOW_MS = 100
 const MIN_TURNS = 5
@@ -65,14 +70,29 @@ export function createAdaptiveConcurrencyLimit(
 ): ConcurrencyLimit {
   const min = options.min ?? MIN_LIMIT
   const max = options.max ?? MAX_LIMIT
-  let limit = clamp(options.initial ?? INITIAL_LIMIT, min, max)
+  const initial = clamp(options.initial ?? INITIAL_LIMIT, min, max)
+  let limit = initial
   let inFlight = 0
   let windowStartMs: number | undefined
+  let lastSeenMs = Number.NEGATIVE_INFINITY
   let turnsMs: number[] = []
   let acceptingTurns = 0
   let acceptingWindows = 0
   let admitted = 0
   let shed = 0
+
+  function noteActivity(nowMs: number): void {
+    if (nowMs - lastSeenMs > QUIET_MS) {
+      limit = Math.max(limit, initial)
+      windowStartMs = undefined
+      turnsMs = []
+      acceptingTurns = 0
+      acceptingWindows = 0
+      admitted = 0
+      shed = 0
+    }
+    lastSeenMs = nowMs
+  }
 
   function endWindow(): void {
     acceptingWindows = acceptingTurns >= ACCEPTING_SHARE * turnsMs.length ? acceptingWindows + 1 : 0
@@ -95,7 +115,8 @@ export function createAdaptiveConcurrencyLimit(
   }
 
   return {
-    tryAcquire() {
+    tryAcquire(nowMs) {
+      noteActivity(nowMs)
       if (inFlight >= Math.floor(limit)) {
         shed += 1
         return false
@@ -110,6 +131,7 @@ export function createAdaptiveConcurrencyLimit(
     },
 
     recordTurn(turn, nowMs) {
+      noteActivity(nowMs)
       windowStartMs ??= nowMs
       turnsMs.push(turn.durationMs)
       if (turn.accepted) acceptingTurns += 1

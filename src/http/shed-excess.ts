@@ -96,8 +96,7 @@ export function registerShedding(
   }
 
   const shedExcess: onRequestHookHandler = (request, reply, done) => {
-    noteTurn()
-    if (limit.tryAcquire()) {
+    if (limit.tryAcquire(noteTurn())) {
       request.admitted = true
       done()
       return

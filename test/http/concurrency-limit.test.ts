@@ -24,12 +24,12 @@ function recordWindow(
   options: { accepted?: boolean; admit?: number; shed?: number } = {},
 ): number {
   const { accepted = false, admit = 0, shed = 0 } = options
-  for (let i = 0; i < admit; i += 1) if (limit.tryAcquire()) limit.release()
+  for (let i = 0; i < admit; i += 1) if (limit.tryAcquire(nowMs)) limit.release()
   // A full limit turns the rest away: each try counts as shed.
   let held = 0
   if (shed > 0) {
-    while (limit.tryAcquire()) held += 1
-    for (let i = 1; i < shed; i += 1) limit.tryAcquire()
+    while (limit.tryAcquire(nowMs)) held += 1
+    for (let i = 1; i < shed; i += 1) limit.tryAcquire(nowMs)
   }
   for (; held > 0; held -= 1) limit.release()
   let clock = nowMs
@@ -42,13 +42,13 @@ function recordWindow(
 
 t.test('takes slots up to the limit, then refuses until one is given back', async (t) => {
   const limit = createAdaptiveConcurrencyLimit({ initial: 3, min: 1 })
-  t.ok(limit.tryAcquire())
-  t.ok(limit.tryAcquire())
-  t.ok(limit.tryAcquire())
-  t.notOk(limit.tryAcquire(), 'the fourth is refused')
+  t.ok(limit.tryAcquire(0))
+  t.ok(limit.tryAcquire(0))
+  t.ok(limit.tryAcquire(0))
+  t.notOk(limit.tryAcquire(0), 'the fourth is refused')
   t.equal(limit.inFlight, 3)
   limit.release()
-  t.ok(limit.tryAcquire(), 'a slot given back is taken again')
+  t.ok(limit.tryAcquire(0), 'a slot given back is taken again')
 })
 
 t.test('turns past their budget shrink the limit, by half a window at most', async (t) => {
@@ -106,4 +106,14 @@ t.test('stays within its bounds', async (t) => {
   t.equal(high.limit, 12, 'never above the most')
   const defaults = createAdaptiveConcurrencyLimit()
   t.equal(defaults.limit, 50, 'by default: a full load of 50 connections')
+})
+
+t.test('after a quiet second, the next burst starts from the initial limit', async (t) => {
+  const limit = startLimit({ initial: 40 })
+  let clock = recordWindow(limit, 0, 200, { admit: 50 })
+  t.equal(limit.limit, 20, 'an overload brought it down')
+  clock = recordWindow(limit, clock + 500, 10, { admit: 50 })
+  t.equal(limit.limit, 20, 'half a second apart: the same burst')
+  t.ok(limit.tryAcquire(clock + 1_001), 'a second later')
+  t.equal(limit.limit, 40, 'back to the initial limit')
 })

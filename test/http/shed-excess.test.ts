@@ -44,7 +44,7 @@ async function shedCount(route: string): Promise<number> {
 /** Takes every slot, as requests in flight would, for the length of `work`. */
 async function atLimit(work: () => Promise<void>): Promise<void> {
   let taken = 0
-  while (limit.tryAcquire()) taken += 1
+  while (limit.tryAcquire(performance.now())) taken += 1
   try {
     await work()
   } finally {
