@@ -111,6 +111,8 @@ export const overload: Scenario = {
           token: env.warmTokens[index % env.warmTokens.length] as string,
         })),
       )
+      // Opening them is a storm of its own: the loads start from rest, as the others do.
+      await sleep(SETTLE_MS)
       let streamRows: Row[] = []
       let streamCounts: { open: number; counted: number }
       try {
