@@ -4,7 +4,8 @@
  * measured on the event loop. libuv accepts one connection per turn of the loop, and a probe is
  * answered the turn after its connection is taken, so what must stay short is the turn. Each
  * window compares the turns that did API work with their budget: while they stay within it, a
- * limit that turned requests away grows; as they lengthen, it shrinks in proportion.
+ * limit that turned requests away grows; when they pass it two windows running, it shrinks in
+ * proportion.
  * docs/operations.md, "Under overload".
  */
 export interface ConcurrencyLimit {
@@ -78,6 +79,7 @@ export function createAdaptiveConcurrencyLimit(
   let turnsMs: number[] = []
   let acceptingTurns = 0
   let acceptingWindows = 0
+  let previousOverBudget = false
   let admitted = 0
   let shed = 0
 
@@ -88,6 +90,7 @@ export function createAdaptiveConcurrencyLimit(
       turnsMs = []
       acceptingTurns = 0
       acceptingWindows = 0
+      previousOverBudget = false
       admitted = 0
       shed = 0
     }
@@ -101,9 +104,18 @@ export function createAdaptiveConcurrencyLimit(
     // The median: a turn that met a garbage collection says nothing of the load.
     const typicalMs = turnsMs.sort((a, b) => a - b)[Math.floor(turnsMs.length / 2)] as number
     const ratio = budgetMs / typicalMs
+    // One window past the budget is a disturbance (a collection, a neighbour on the core): a
+    // shrunk limit would shed, and the clients it sheds stay away for seconds. Two are a load.
+    const overBudget =
+      ratio < 1 && (previousOverBudget || acceptingWindows >= ACCEPTING_WINDOWS)
+    previousOverBudget = ratio < 1
     // Turns spent mostly on answers the limit refused (clients back at once, not waiting their
     // Retry-After) would not shorten with a lower limit, which would only serve fewer.
-    const gradient = clamp(shed > admitted ? Math.max(1, ratio) : ratio, MIN_GRADIENT, MAX_GRADIENT)
+    const gradient = clamp(
+      shed > admitted || (ratio < 1 && !overBudget) ? Math.max(1, ratio) : ratio,
+      MIN_GRADIENT,
+      MAX_GRADIENT,
+    )
     // Room to grow only when the limit turned requests away: a limit nobody reaches proves nothing.
     const target = gradient > 1 && shed === 0 ? limit : limit * gradient
     // Down at once, as far as the turns say; up a share of the way.
