@@ -36,11 +36,13 @@ export interface ConcurrencyLimitOptions {
  */
 const TURN_BUDGET_MS = 20
 /**
- * While connections wait to be accepted (most turns accept one, for ACCEPTING_WINDOWS windows
- * running), 1 ms: 2,000 connections opened at once are taken in about two seconds.
+ * While connections wait to be accepted (most turns accept one, 20 or more a window, for
+ * ACCEPTING_WINDOWS windows running), 1 ms: 2,000 connections opened at once are taken in about
+ * two seconds.
  */
 const ACCEPTING_TURN_BUDGET_MS = 1
 const ACCEPTING_SHARE = 0.5
+const ACCEPTING_MIN = 20
 /** Two windows: the 50 connections of a client pool opened at once are no backlog. */
 const ACCEPTING_WINDOWS = 2
 /** Before anything is measured: a full load of 50 connections (bench/README.md, "Overload"). */
@@ -98,7 +100,9 @@ export function createAdaptiveConcurrencyLimit(
   }
 
   function endWindow(): void {
-    acceptingWindows = acceptingTurns >= ACCEPTING_SHARE * turnsMs.length ? acceptingWindows + 1 : 0
+    const accepting =
+      acceptingTurns >= ACCEPTING_MIN && acceptingTurns >= ACCEPTING_SHARE * turnsMs.length
+    acceptingWindows = accepting ? acceptingWindows + 1 : 0
     const budgetMs =
       acceptingWindows >= ACCEPTING_WINDOWS ? ACCEPTING_TURN_BUDGET_MS : TURN_BUDGET_MS
     // The median: a turn that met a garbage collection says nothing of the load.
@@ -106,8 +110,7 @@ export function createAdaptiveConcurrencyLimit(
     const ratio = budgetMs / typicalMs
     // One window past the budget is a disturbance (a collection, a neighbour on the core): a
     // shrunk limit would shed, and the clients it sheds stay away for seconds. Two are a load.
-    const overBudget =
-      ratio < 1 && (previousOverBudget || acceptingWindows >= ACCEPTING_WINDOWS)
+    const overBudget = ratio < 1 && (previousOverBudget || acceptingWindows >= ACCEPTING_WINDOWS)
     previousOverBudget = ratio < 1
     // Turns spent mostly on answers the limit refused (clients back at once, not waiting their
     // Retry-After) would not shorten with a lower limit, which would only serve fewer.

@@ -16,14 +16,14 @@ function startLimit(options: Parameters<typeof createAdaptiveConcurrencyLimit>[0
   return limit
 }
 
-/** A window of the limit: 10 turns of `turnMs`, 100 ms of clock in all; returns the new clock. */
+/** A window of the limit: `turns` turns of `turnMs`, 100 ms of clock in all; returns the new clock. */
 function recordWindow(
   limit: ConcurrencyLimit,
   nowMs: number,
   turnMs: number,
-  options: { accepted?: boolean; admit?: number; shed?: number } = {},
+  options: { accepted?: boolean; admit?: number; shed?: number; turns?: number } = {},
 ): number {
-  const { accepted = false, admit = 0, shed = 0 } = options
+  const { accepted = false, admit = 0, shed = 0, turns = 10 } = options
   for (let i = 0; i < admit; i += 1) if (limit.tryAcquire(nowMs)) limit.release()
   // A full limit turns the rest away: each try counts as shed.
   let held = 0
@@ -33,8 +33,8 @@ function recordWindow(
   }
   for (; held > 0; held -= 1) limit.release()
   let clock = nowMs
-  for (let turn = 0; turn < 10; turn += 1) {
-    clock += 10
+  for (let turn = 0; turn < turns; turn += 1) {
+    clock += 100 / turns
     limit.recordTurn({ durationMs: turnMs, accepted }, clock)
   }
   return clock
@@ -89,12 +89,17 @@ t.test('turns taken up by refused requests do not shrink it', async (t) => {
 
 t.test('while connections wait to be accepted, turns get 1 ms', async (t) => {
   const limit = startLimit({ initial: 40 })
-  let clock = recordWindow(limit, 0, 4, { accepted: true, admit: 50 })
+  const storm = { accepted: true, admit: 50, turns: 25 }
+  let clock = recordWindow(limit, 0, 4, storm)
   t.equal(limit.limit, 40, 'one window of accepts is a pool opening its connections')
-  clock = recordWindow(limit, clock, 4, { accepted: true, admit: 50 })
+  clock = recordWindow(limit, clock, 4, storm)
   t.equal(limit.limit, 20, 'two in a row are a backlog: 4 ms turns halve it')
-  recordWindow(limit, clock, 4, { admit: 50 })
+  clock = recordWindow(limit, clock, 4, { admit: 50, turns: 25 })
   t.equal(limit.limit, 20, 'the backlog taken, 4 ms is within 20 ms again')
+  for (let window = 0; window < 3; window += 1) {
+    clock = recordWindow(limit, clock, 4, { accepted: true, admit: 50, turns: 10 })
+  }
+  t.equal(limit.limit, 20, 'a few connections a window, each turn taking one, are no backlog')
 })
 
 t.test('stays within its bounds', async (t) => {
