@@ -36,15 +36,14 @@ export interface ConcurrencyLimitOptions {
  */
 const TURN_BUDGET_MS = 20
 /**
- * While connections wait to be accepted (most turns accept one, 20 or more a window, for
- * ACCEPTING_WINDOWS windows running), 1 ms: 2,000 connections opened at once are taken in about
- * two seconds.
+ * While connections wait to be accepted (most turns accept one, for ACCEPTING_WINDOWS windows
+ * running), 1 ms: 2,000 connections opened at once are taken in about two seconds. A count of
+ * accepts would not do: the longer the turns, the fewer a window holds.
  */
 const ACCEPTING_TURN_BUDGET_MS = 1
 const ACCEPTING_SHARE = 0.5
-const ACCEPTING_MIN = 20
-/** Two windows: the 50 connections of a client pool opened at once are no backlog. */
-const ACCEPTING_WINDOWS = 2
+/** Three windows: the 50 connections of a client pool opened at once take two, and are no backlog. */
+const ACCEPTING_WINDOWS = 3
 /** Before anything is measured: a full load of 50 connections (bench/README.md, "Overload"). */
 const INITIAL_LIMIT = 50
 /** Never fewer: the thread pool's four threads verify signatures side by side. */
@@ -100,9 +99,7 @@ export function createAdaptiveConcurrencyLimit(
   }
 
   function endWindow(): void {
-    const accepting =
-      acceptingTurns >= ACCEPTING_MIN && acceptingTurns >= ACCEPTING_SHARE * turnsMs.length
-    acceptingWindows = accepting ? acceptingWindows + 1 : 0
+    acceptingWindows = acceptingTurns >= ACCEPTING_SHARE * turnsMs.length ? acceptingWindows + 1 : 0
     const budgetMs =
       acceptingWindows >= ACCEPTING_WINDOWS ? ACCEPTING_TURN_BUDGET_MS : TURN_BUDGET_MS
     // The median: a turn that met a garbage collection says nothing of the load.
