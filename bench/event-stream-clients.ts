@@ -20,6 +20,7 @@ interface Client {
 const SHELL_EVENT = 'event: shell'
 /** Streams connecting at once: more would overflow the server's listen backlog into SYN retries. */
 const OPEN_BATCH = 100
+const OPEN_TIMEOUT_MS = 30_000
 
 /**
  * Event-stream clients on raw sockets: a handwritten request, then each
@@ -116,7 +117,8 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
 
   for (let start = 0; start < specs.length; start += OPEN_BATCH) {
     for (const spec of specs.slice(start, start + OPEN_BATCH)) openOne(spec)
-    await untilEvery(1, 10_000)
+    // Room for a stream shed twice while opening, each time told to wait up to 5 s.
+    await untilEvery(1, OPEN_TIMEOUT_MS)
   }
   return {
     count: clients.length,
