@@ -37,6 +37,9 @@ function replay(reply, response) {
 
 const app = Fastify({ logger: false })
 app.get('/readyz', async () => ({ status: 'ready' }))
+// The other paths the overload scenario probes, as cheap as can be: what plain fastify answers.
+app.get('/healthz', async () => ({ status: 'ok' }))
+app.get('/metrics', async () => '')
 app.get('/api/v1/shell/:appKey', (_request, reply) => replay(reply, shell))
 app.get('/api/v1/apps', (_request, reply) => replay(reply, apps))
 app.get('/verify-only/:appKey', async (request, reply) => {

@@ -8,8 +8,11 @@ export interface StreamSpec {
 }
 
 interface Client {
-  readonly socket: Socket
+  /** A new one when a refused stream is opened again. */
+  socket: Socket
   events: number
+  /** The connection was closed, by either side. */
+  closed: boolean
   /** The end of the last chunk, where an event's name may have been cut in two. */
   tail: string
 }
@@ -17,6 +20,7 @@ interface Client {
 const SHELL_EVENT = 'event: shell'
 /** Streams connecting at once: more would overflow the server's listen backlog into SYN retries. */
 const OPEN_BATCH = 100
+const OPEN_TIMEOUT_MS = 30_000
 
 /**
  * Event-stream clients on raw sockets: a handwritten request, then each
@@ -34,6 +38,8 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
   /** When the first client behind reached the target. */
   let firstAtMs: number | undefined
   const failures: string[] = []
+  /** Streams refused with 503 and Retry-After, and opened again after it. */
+  let refusals = 0
 
   const countEvents = (client: Client, text: string) => {
     const scanned = client.tail + text
@@ -52,20 +58,38 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
     if (--behind === 0) caughtUp?.(performance.now())
   }
 
-  const openOne = (spec: StreamSpec) => {
+  /** Connects `client` for `spec`; a 503 is tried again after its Retry-After, as clients do. */
+  const connectClient = (client: Client, spec: StreamSpec) => {
     const socket = connect({ host: hostname, port: Number(port) })
-    const client: Client = { socket, events: 0, tail: '' }
-    clients.push(client)
+    client.socket = socket
+    client.closed = false
     const language = spec.acceptLanguage ? `Accept-Language: ${spec.acceptLanguage}\r\n` : ''
     socket.setEncoding('latin1')
     socket.write(
       `GET ${spec.path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${spec.token}\r\n${language}\r\n`,
     )
     socket.once('data', (head: string) => {
+      const retryAfterS = /^HTTP\/1\.1 503[\s\S]*?\r\nretry-after: (\d+)\r\n/i.exec(head)?.[1]
+      if (retryAfterS !== undefined) {
+        refusals += 1
+        socket.destroy()
+        setTimeout(() => connectClient(client, spec), Number(retryAfterS) * 1000)
+        return
+      }
       if (!head.startsWith('HTTP/1.1 200')) failures.push(head.slice(0, head.indexOf('\r\n')))
+      socket.on('data', (text: string) => countEvents(client, text))
+      countEvents(client, head)
     })
-    socket.on('data', (text: string) => countEvents(client, text))
     socket.on('error', (error) => failures.push(error.message))
+    socket.once('close', () => {
+      if (client.socket === socket) client.closed = true
+    })
+  }
+
+  const openOne = (spec: StreamSpec) => {
+    const client = { events: 0, tail: '', closed: false } as Client
+    clients.push(client)
+    connectClient(client, spec)
   }
 
   /** Resolves when every client has seen `events` events, with when the first and the last did. */
@@ -93,7 +117,8 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
 
   for (let start = 0; start < specs.length; start += OPEN_BATCH) {
     for (const spec of specs.slice(start, start + OPEN_BATCH)) openOne(spec)
-    await untilEvery(1, 10_000)
+    // Room for a stream shed twice while opening, each time told to wait up to 5 s.
+    await untilEvery(1, OPEN_TIMEOUT_MS)
   }
   return {
     count: clients.length,
@@ -108,6 +133,10 @@ export async function openEventStreams(url: string, specs: readonly StreamSpec[]
       return { min: Math.min(...counts), max: Math.max(...counts) }
     },
     failures: () => failures.length,
+    /** Answers of 503 with Retry-After, each opened again after it. */
+    refusals: () => refusals,
+    /** Streams whose connection neither side has closed. */
+    openCount: () => clients.filter((client) => !client.closed).length,
     close: () => {
       for (const { socket } of clients) socket.destroy()
     },

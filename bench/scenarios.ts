@@ -5,6 +5,7 @@ import { deploy } from './scenarios/deploy.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
+import { overload } from './scenarios/overload.js'
 import { pageLoad } from './scenarios/page-load.js'
 import { refresh } from './scenarios/refresh.js'
 import { scale } from './scenarios/scale.js'
@@ -17,10 +18,10 @@ import { streams } from './scenarios/streams.js'
  * Every scenario, in the order they run; BENCH_ONLY picks some. The order
  * matters: memory is read after the scenarios of cached callers and before
  * the floods of new tokens and reloads; scale terminates the large
- * database's backends and bumps its revisions, which the others reload; page-load, streams, deploy, outage
- * and standby, with services (and for page-load, outage and standby
- * databases) of their own, come last, so they leave nothing behind for the
- * others.
+ * database's backends and bumps its revisions, which the others reload;
+ * page-load, streams, deploy, outage, standby and overload, with services
+ * (and for page-load, outage, standby and overload databases) of their own,
+ * come last, so they leave nothing behind for the others.
  */
 export const SCENARIOS: readonly Scenario[] = [
   shell,
@@ -36,4 +37,5 @@ export const SCENARIOS: readonly Scenario[] = [
   deploy,
   outage,
   standby,
+  overload,
 ]

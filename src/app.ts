@@ -12,7 +12,9 @@ import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
 import { createEventStreams } from './events/event-streams.js'
 import type { ApiRouteDeps } from './http/api-conventions.js'
+import { registerAppLookup } from './http/app-lookup.js'
 import { registerAuthentication } from './http/authentication.js'
+import { type ConcurrencyLimit, createAdaptiveConcurrencyLimit } from './http/concurrency-limit.js'
 import { createCors } from './http/cors.js'
 import { drainConnectionsOnClose } from './http/drain-connections.js'
 import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
@@ -25,6 +27,7 @@ import {
 } from './http/problem.js'
 import { createRepresentationCache } from './http/representation-cache.js'
 import { timeRequests } from './http/request-timing.js'
+import { registerShedding } from './http/shed-excess.js'
 import type { Metrics } from './metrics.js'
 import { registerDocumentedRoutes } from './openapi/document.js'
 import { sharedSchemas } from './openapi/response-schemas.js'
@@ -57,6 +60,8 @@ export interface AppDeps {
   readonly drainDeadlineMs?: number
   /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
+  /** API requests taken at once; default: one that adapts (http/concurrency-limit.ts). */
+  readonly concurrencyLimit?: ConcurrencyLimit
 }
 
 /** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
@@ -127,10 +132,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
   drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
+  const concurrencyLimit = deps.concurrencyLimit ?? createAdaptiveConcurrencyLimit()
   // Each made once per instance: nothing is shared with another instance in the process.
   const api: ApiRouteDeps = {
     snapshots: deps.snapshots,
     authenticate: registerAuthentication(app, deps.verifier),
+    shedExcess: registerShedding(app, { limit: concurrencyLimit, metrics: deps.metrics }),
+    lookup: registerAppLookup(app, deps.snapshots),
     negotiation: createNegotiation(),
     representations: createRepresentationCache(),
     varyByOrigin: cors !== undefined,
@@ -145,7 +153,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const { localIssuer } = deps
     if (localIssuer !== undefined) {
       registerLocalIssuerRoutes(routes, { localIssuer })
-      registerPreviewRoutes(routes, deps)
+      registerPreviewRoutes(routes, api)
     }
     registerOpenApiRoutes(routes)
   })

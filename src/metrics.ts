@@ -130,6 +130,18 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['event'],
       registers: [registry],
     }),
+    httpShed: new Counter({
+      name: 'shell_http_shed_total',
+      help: 'API requests answered at once with 503 because the instance was at its concurrency limit, by route template.',
+      labelNames: ['route'],
+      registers: [registry],
+    }),
+    // Beside the counter: how many requests at once the instance took when it shed.
+    httpConcurrencyLimit: new Gauge({
+      name: 'shell_http_concurrency_limit',
+      help: 'API requests this instance takes at once, as its adaptive limit stands now.',
+      registers: [registry],
+    }),
     eventStreamsEnded: new Counter({
       name: 'shell_event_streams_ended_total',
       help: 'Event streams ended, by reason: client, expired (token exp), gone (app deleted), overflow (client not reading), shutdown.',

@@ -24,12 +24,21 @@ import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
+import type { ConcurrencyLimit } from './http/concurrency-limit.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
 import type { Snapshot } from './snapshot/types.js'
 import { readSnapshotFile } from './snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from './snapshot-file/snapshot-file-writer.js'
+
+/**
+ * Connections the kernel holds for the process to accept. Node's default, 511, drops the SYNs of a
+ * storm of new connections, which come back 1, 3 and 7 s later in waves that fill the queue
+ * again; libuv takes one per turn of the event loop. The kernel caps it at net.core.somaxconn
+ * (4,096 since Linux 5.4).
+ */
+const LISTEN_BACKLOG = 4_096
 
 export interface Service {
   readonly app: FastifyInstance
@@ -59,6 +68,8 @@ export interface ServiceOptions {
   readonly metrics?: Metrics
   /** How long the drain waits for open connections; DRAIN_DEADLINE_MS by default. */
   readonly drainDeadlineMs?: number
+  /** API requests taken at once; default: the adaptive limit. */
+  readonly concurrencyLimit?: ConcurrencyLimit
 }
 
 /**
@@ -145,10 +156,11 @@ export async function startService(
       eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
       drainDeadlineMs: options.drainDeadlineMs,
+      concurrencyLimit: options.concurrencyLimit,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
-    await app.listen({ port, host: config.host })
+    await app.listen({ port, host: config.host, backlog: LISTEN_BACKLOG })
     const address = app.server.address()
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
     const url = `http://${hostInUrl(config.host)}:${boundPort}`

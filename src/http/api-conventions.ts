@@ -1,6 +1,9 @@
 import type { onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify'
+import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 import type { SnapshotSource } from '../snapshot/types.js'
+import type { AppLookup } from './app-lookup.js'
 import type { Negotiation } from './negotiation.js'
+import { sendProblem } from './problem.js'
 import type { RepresentationCache } from './representation-cache.js'
 
 /** What every API route shares: its path prefix, its caching and Vary headers, its media type. */
@@ -33,8 +36,37 @@ export interface ApiRouteDeps {
   readonly snapshots: SnapshotSource
   /** The `onRequest` hook that verifies the token and sets `request.caller` (http/authentication.ts). */
   readonly authenticate: onRequestAsyncHookHandler
+  /** The `onRequest` hook that answers what the instance cannot take now with a 503 (http/shed-excess.ts). */
+  readonly shedExcess: onRequestHookHandler
+  /** The preHandlers that set `request.snapshot` and `request.appView` (http/app-lookup.ts). */
+  readonly lookup: AppLookup
   readonly negotiation: Negotiation
   readonly representations: RepresentationCache
   /** CORS is on: responses vary with Origin too. */
   readonly varyByOrigin: boolean
+}
+
+const APP_KEY = new RegExp(APP_KEY_PATTERN)
+
+/** Before authentication: a key that cannot name an app is a 404 at once. */
+const rejectImpossibleAppKey: onRequestHookHandler = (request, reply, done) => {
+  const { appKey } = request.params as { appKey: string }
+  if (APP_KEY.test(appKey)) done()
+  else sendProblem(reply, 'notFound', 'no such app')
+}
+
+/**
+ * The `onRequest` hooks of a route on one app's shell (its GET and its events, whose tags
+ * follow the GET's), in their order: Vary first, so errors carry it; the excess shed before
+ * any work; the key; the token.
+ */
+export function appShellHooks(
+  deps: ApiRouteDeps,
+): (onRequestHookHandler | onRequestAsyncHookHandler)[] {
+  return [
+    varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
+    deps.shedExcess,
+    rejectImpossibleAppKey,
+    deps.authenticate,
+  ]
 }

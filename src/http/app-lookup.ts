@@ -1,60 +1,59 @@
-import type {
-  FastifyReply,
-  FastifyRequest,
-  onRequestAsyncHookHandler,
-  onRequestHookHandler,
-} from 'fastify'
-import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify'
 import type { AppView, Snapshot, SnapshotSource } from '../snapshot/types.js'
-import { type ApiRouteDeps, VARY_BY_CALLER_AND_LANGUAGE, varyHook } from './api-conventions.js'
 import { sendProblem } from './problem.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The snapshot in service, on the routes that run a lookup's preHandler. */
+    snapshot: Snapshot
+    /** The requested app's view, on the routes that run `appView`. */
+    appView: AppView
+  }
+}
+
+/** The preHandlers that find what a route answers from, so that its handler only sends. */
+export interface AppLookup {
+  /** Sets `request.snapshot`; before the first snapshot is loaded, a 503 with Retry-After. */
+  readonly snapshot: preHandlerHookHandler
+  /** Sets `request.snapshot` and `request.appView` of `:appKey`; a 503 as above, a 404 for no such app. */
+  readonly appView: preHandlerHookHandler
+}
 
 /** Seconds a client should wait while the first snapshot loads. */
 const NOT_READY_RETRY_AFTER_S = '2'
-const APP_KEY = new RegExp(APP_KEY_PATTERN)
 
-/** Before authentication: a key that cannot name an app is a 404 at once. */
-const rejectImpossibleAppKey: onRequestHookHandler = (request, reply, done) => {
-  const { appKey } = request.params as { appKey: string }
-  if (APP_KEY.test(appKey)) done()
-  else sendProblem(reply, 'notFound', 'no such app')
-}
+/** Decorates requests with `snapshot` and `appView` and returns the preHandlers that set them. */
+export function registerAppLookup(app: FastifyInstance, snapshots: SnapshotSource): AppLookup {
+  app.decorateRequest('snapshot', null as unknown as Snapshot)
+  app.decorateRequest('appView', null as unknown as AppView)
 
-/**
- * The `onRequest` hooks of a route on one app's shell (its GET and its events, whose tags
- * follow the GET's), in their order: Vary first, so errors carry it; the key; the token.
- */
-export function appShellHooks(
-  deps: ApiRouteDeps,
-): (onRequestHookHandler | onRequestAsyncHookHandler)[] {
-  return [
-    varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
-    rejectImpossibleAppKey,
-    deps.authenticate,
-  ]
-}
-
-/** The snapshot in service; undefined once a 503 is sent, before the first one is loaded. */
-export function findSnapshot(snapshots: SnapshotSource, reply: FastifyReply): Snapshot | undefined {
-  const snapshot = snapshots.current()
-  if (snapshot === undefined) {
-    sendProblem(reply, 'notReady', `no snapshot is loaded yet: ${snapshots.notReadyReason()}`, {
-      'retry-after': NOT_READY_RETRY_AFTER_S,
-    })
+  /** Sets `request.snapshot`, or answers 503: false. */
+  function takeSnapshot(request: FastifyRequest, reply: FastifyReply): boolean {
+    const snapshot = snapshots.current()
+    if (snapshot === undefined) {
+      const detail = `no snapshot is loaded yet: ${snapshots.notReadyReason()}`
+      sendProblem(reply, 'notReady', detail, { 'retry-after': NOT_READY_RETRY_AFTER_S })
+      return false
+    }
+    request.snapshot = snapshot
+    return true
   }
-  return snapshot
-}
 
-/** The view of the request's app; undefined once a 503 (no snapshot) or 404 (no such app) is sent. */
-export function findAppView(
-  snapshots: SnapshotSource,
-  request: FastifyRequest<{ Params: { appKey: string } }>,
-  reply: FastifyReply,
-): AppView | undefined {
-  const snapshot = findSnapshot(snapshots, reply)
-  if (snapshot === undefined) return undefined
-  const { appKey } = request.params
-  const view = snapshot.app(appKey)
-  if (view === undefined) sendProblem(reply, 'notFound', `no app "${appKey}"`)
-  return view
+  return {
+    snapshot(request, reply, done) {
+      if (takeSnapshot(request, reply)) done()
+    },
+
+    appView(request, reply, done) {
+      if (!takeSnapshot(request, reply)) return
+      const { appKey } = request.params as { appKey: string }
+      const view = request.snapshot.app(appKey)
+      if (view === undefined) {
+        sendProblem(reply, 'notFound', `no app "${appKey}"`)
+        return
+      }
+      request.appView = view
+      done()
+    },
+  }
 }

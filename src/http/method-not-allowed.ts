@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, RouteOptions } from 'fastify'
-import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
 import { API_PREFIX } from './api-conventions.js'
 import { sendProblem } from './problem.js'
 
@@ -16,7 +15,6 @@ export function refuseOtherMethodsOnApiRoutes(app: FastifyInstance): void {
     this.route({
       method: OTHER_METHODS,
       url: route.url,
-      schema: NOT_DOCUMENTED,
       // Answered before the body is parsed: an empty or malformed JSON body must not turn the 405 into a 400.
       onRequest: async (_request, reply) => sendMethodNotAllowed(reply),
       handler: (_request, reply) => sendMethodNotAllowed(reply),

@@ -22,6 +22,7 @@ export const PROBLEMS = {
   notReady: { status: 503, title: 'Not ready' },
   keysUnavailable: { status: 503, title: 'Identity provider unavailable' },
   streamsFull: { status: 503, title: 'Too many event streams' },
+  overloaded: { status: 503, title: 'Overloaded' },
   badRequest: { status: 400, title: 'Bad request' },
   internal: { status: 500, title: 'Internal server error' },
 } as const

@@ -1,5 +1,5 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, RouteOptions } from 'fastify'
 
 /** @fastify/swagger first, then the routes in a plugin: it learns only routes declared after it. */
 export function registerDocumentedRoutes(
@@ -59,9 +59,19 @@ const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
       },
     },
   },
+  // The API answers GET and HEAD only: a route without GET (the 405 siblings of the API's routes,
+  // http/method-not-allowed.ts) is no operation of it. A route's own swaggerTransform comes first.
+  transform: ({ schema, url, route }) => ({
+    url,
+    schema: answersGet(route) ? schema : { ...schema, hide: true },
+  }),
   // Shared schemas keep their own names (`menuItem`, `problem`) rather than def-0, def-1.
   refResolver: {
     buildLocalReference: (json, _baseUri, _fragment, index) =>
       typeof json.$id === 'string' ? json.$id : `def-${index}`,
   },
+}
+
+function answersGet(route: RouteOptions): boolean {
+  return Array.isArray(route.method) ? route.method.includes('GET') : route.method === 'GET'
 }

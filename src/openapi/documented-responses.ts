@@ -150,7 +150,7 @@ export const API_ERRORS = {
     },
   }),
   503: problemResponse(
-    "No snapshot is loaded yet, or the identity provider's keys cannot be fetched.",
+    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, or the instance is answering as many requests as it can (try again after Retry-After, a few seconds).",
     RETRY_AFTER_HEADERS,
   ),
   default: OTHER_ERRORS,

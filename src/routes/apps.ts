@@ -7,7 +7,6 @@ import {
   VARY_BY_CALLER,
   varyHook,
 } from '../http/api-conventions.js'
-import { findSnapshot } from '../http/app-lookup.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
   BEARER_TOKEN,
@@ -39,11 +38,11 @@ export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): vo
         response: appsResponses,
       },
       config: documentRequest({ headers: INVENTORY_REQUEST_HEADERS }),
-      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.authenticate],
+      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.shedExcess, deps.authenticate],
+      preHandler: deps.lookup.snapshot,
     },
     (request, reply) => {
-      const snapshot = findSnapshot(snapshots, reply)
-      if (snapshot === undefined) return reply
+      const { snapshot } = request
       const coding = negotiation.coding(request.headers['accept-encoding'])
       const representation = representations.representationOf(snapshot.appsInventory, coding)
       reply.header('cache-control', PRIVATE_NO_CACHE)

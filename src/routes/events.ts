@@ -5,8 +5,7 @@ import {
   STREAMS_FULL_RETRY_AFTER_S,
 } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
-import type { ApiRouteDeps } from '../http/api-conventions.js'
-import { appShellHooks, findAppView } from '../http/app-lookup.js'
+import { type ApiRouteDeps, appShellHooks } from '../http/api-conventions.js'
 import { firstHeaderValue } from '../http/header-values.js'
 import { sendProblem } from '../http/problem.js'
 import {
@@ -29,7 +28,7 @@ export function registerEventRoutes(
   app: FastifyInstance,
   deps: ApiRouteDeps & { readonly streams: EventStreams },
 ): void {
-  const { snapshots, negotiation, streams } = deps
+  const { negotiation, streams } = deps
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey/events',
     {
@@ -46,10 +45,10 @@ export function registerEventRoutes(
         timedToHead: true,
       },
       onRequest: appShellHooks(deps),
+      preHandler: deps.lookup.appView,
     },
     (request, reply) => {
-      const view = findAppView(snapshots, request, reply)
-      if (view === undefined) return reply
+      const view = request.appView
       const refusal = streams.refusal()
       if (refusal === 'closing') {
         return sendProblem(reply, 'streamsFull', 'the instance is shutting down; reconnect', {
@@ -95,7 +94,7 @@ const eventResponses = {
   ...API_ERRORS,
   404: NO_SUCH_APP,
   503: problemResponse(
-    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, the instance holds as many streams as it may (EVENT_STREAMS_MAX), or it has ended its streams for a shutdown (Retry-After: 1).",
+    "No snapshot is loaded yet, the identity provider's keys cannot be fetched, the instance is answering as many requests as it can, it holds as many streams as it may (EVENT_STREAMS_MAX), or it has ended its streams for a shutdown (Retry-After: 1).",
     RETRY_AFTER_HEADERS,
   ),
 }

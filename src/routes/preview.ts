@@ -1,11 +1,10 @@
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { findSnapshot } from '../http/app-lookup.js'
+import type { AppLookup } from '../http/app-lookup.js'
 import { refuseUnlessLocalSameOrigin } from '../http/local-same-origin.js'
 import { problemSchema } from '../http/problem.js'
 import { NOT_DOCUMENTED } from '../openapi/documented-requests.js'
-import type { SnapshotSource } from '../snapshot/types.js'
 
 /** The page's files: src/preview/, or dist/preview/ in the build (copied by `npm run build`). */
 const PREVIEW_DIR = fileURLToPath(new URL('../preview/', import.meta.url))
@@ -26,10 +25,7 @@ const PAGE_SECURITY_POLICY = [
  * `GET /preview/granted-roles`, every app's granted roles (which the API does not list) for the
  * page's role picker. A tool for people, no part of the API: the OpenAPI document leaves it out.
  */
-export function registerPreviewRoutes(
-  app: FastifyInstance,
-  deps: { snapshots: SnapshotSource },
-): void {
+export function registerPreviewRoutes(app: FastifyInstance, deps: { lookup: AppLookup }): void {
   app.register(fastifyStatic, {
     root: PREVIEW_DIR,
     prefix: '/preview/',
@@ -45,11 +41,11 @@ export function registerPreviewRoutes(
     '/preview/granted-roles',
     {
       onRequest: refuseUnlessLocalSameOrigin,
+      preHandler: deps.lookup.snapshot,
       schema: { ...NOT_DOCUMENTED, response: grantedRolesResponses },
     },
-    (_request, reply) => {
-      const snapshot = findSnapshot(deps.snapshots, reply)
-      if (snapshot === undefined) return reply
+    (request, reply) => {
+      const { snapshot } = request
       const grantedRoles: Record<string, string[]> = {}
       for (const key of snapshot.appKeys)
         grantedRoles[key] = [...(snapshot.grantedRoles(key) ?? [])]

@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify'
-import { type ApiRouteDeps, JSON_CONTENT_TYPE, PRIVATE_NO_CACHE } from '../http/api-conventions.js'
-import { appShellHooks, findAppView } from '../http/app-lookup.js'
+import {
+  type ApiRouteDeps,
+  appShellHooks,
+  JSON_CONTENT_TYPE,
+  PRIVATE_NO_CACHE,
+} from '../http/api-conventions.js'
 import { createLastShells } from '../http/last-shells.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
@@ -26,8 +30,8 @@ import { buildShellResponse } from '../snapshot/shell-response.js'
  * the caller's coding (http/representation-cache.ts); sent, or answered with a 304.
  */
 export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
-  const { snapshots, negotiation, representations } = deps
-  const lastShells = createLastShells(snapshots)
+  const { negotiation, representations } = deps
+  const lastShells = createLastShells(deps.snapshots)
   app.get<{ Params: { appKey: string } }>(
     '/api/v1/shell/:appKey',
     {
@@ -39,11 +43,10 @@ export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): v
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
       onRequest: appShellHooks(deps),
+      preHandler: deps.lookup.appView,
     },
     (request, reply) => {
-      const view = findAppView(snapshots, request, reply)
-      if (view === undefined) return reply
-      const { headers, caller } = request
+      const { headers, caller, appView: view } = request
       const locale = view.localeFor(negotiation.languages(headers['accept-language']))
       const coding = negotiation.coding(headers['accept-encoding'])
       const representation = lastShells.representationOf(caller, view, locale, coding, () =>

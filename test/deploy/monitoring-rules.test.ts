@@ -201,6 +201,7 @@ t.test(
       ['a burst of failed token verifications', 'shell_token_verifications_total{result!~"ok'],
       ['event streams near EVENT_STREAMS_MAX', 'shell_event_streams / shell_event_streams_max'],
       ['5xx answers', 'status_code=~"5.."'],
+      ['requests shed for more than a few minutes', 'rate(shell_http_shed_total'],
     ]
     for (const [what, needle] of cases) t.ok(expressions.includes(needle), `an alert on ${what}`)
   },
