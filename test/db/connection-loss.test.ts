@@ -28,10 +28,13 @@ t.test('a transaction whose backend is terminated rejects; the pool goes on', as
     pid = row?.pid
     await tx`select pg_sleep(5)`
   })
+  // Watched from the start: the close may reach the driver before the answer to
+  // pg_terminate_backend does, and a rejection nobody watches yet is an unhandled one.
+  // 57P01 or CONNECTION_CLOSED, or a reset, depending on how the close reaches the socket.
+  const failed = t.rejects(transaction, 'the caller gets an error')
   await waitFor(() => pid !== undefined, 'the transaction to start')
   await db.sql`select pg_terminate_backend(${pid ?? 0})`
-  // 57P01 or CONNECTION_CLOSED, or a reset, depending on how the close reaches the socket.
-  await t.rejects(transaction, 'the caller gets an error')
+  await failed
   // The ROLLBACK's write runs from a timer after the rejection: the scenario gives it its turn.
   await sleep(50)
   const [row] = await sql<{ one: number }[]>`select 1 as one`
@@ -75,6 +78,7 @@ t.test(
       const transaction = sql.begin(async (tx) => {
         await tx`select pg_sleep(5)`
       })
+      const failed = t.rejects(transaction, `round ${round}: the transaction fails`)
       await waitFor(
         async () =>
           (
@@ -84,7 +88,7 @@ t.test(
         'the transaction sleeping in the database',
       )
       proxy.cut()
-      await t.rejects(transaction, `round ${round}: the transaction fails`)
+      await failed
       const next = await Promise.race([sql<{ one: number }[]>`select 1 as one`, sleep(5_000)])
       t.same(next?.[0], { one: 1 }, `round ${round}: then a query`)
     }

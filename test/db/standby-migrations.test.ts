@@ -98,8 +98,14 @@ t.test(
       async () => (await httpRequest(url, '/readyz')).status === 200,
       'ready once the standby has replayed the migrations and the seeds',
     )
-    const shell = await httpRequest(url, '/api/v1/shell/crm', bearer(await token()))
-    t.equal(shell.status, 200, 'the seeded app is served from the standby')
+    // Ready may come once the migrations are replayed and before the seeds are: the feed's
+    // periodic check (the standby refuses LISTEN) brings them in.
+    let status = 0
+    await waitFor(async () => {
+      status = (await httpRequest(url, '/api/v1/shell/crm', bearer(await token()))).status
+      return status === 200
+    }, 'the seeded app served')
+    t.equal(status, 200, 'the seeded app is served from the standby')
 
     const lines = logLines(logs)
     t.notOk(
