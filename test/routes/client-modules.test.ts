@@ -107,6 +107,21 @@ t.test('each module is at most 3,500 bytes as gzip -9 compresses it', async (t) 
   }
 })
 
+t.test(
+  "the package's copies: within the bound too, readable, their declarations documented",
+  async (t) => {
+    for (const name of MODULES) {
+      const copy = await readFile(join(PACKAGE_ROOT, 'dist/client', name), 'utf8')
+      const size = gzipSync(copy, { level: 9 }).length
+      t.ok(size <= MAX_GZIP_BYTES, `${name}: ${size} bytes`)
+      t.match(copy, /\n {4}\S/, `${name} keeps its indentation`)
+      t.match(copy, /\/\/# sourceMappingURL=/, `${name} names its source map`)
+    }
+    const declarations = await readFile(join(PACKAGE_ROOT, 'dist/client/shell-types.d.ts'), 'utf8')
+    t.match(declarations, /\/\*\*/, 'the declarations keep their doc comments')
+  },
+)
+
 t.test('the source maps: served beside the modules, naming the sources they hold', async (t) => {
   for (const name of MODULES) {
     const response = await httpRequest(url, `/client/v1/${name}.map`, {
