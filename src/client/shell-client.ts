@@ -9,15 +9,16 @@
  * minified file) and exported by the package as `shell-data-service/client`.
  * No dependency: it runs wherever `fetch` is, in a browser or on Node 20.
  */
+import { createFetchWithToken, readDetail } from './fetch-with-token.js'
+import { followHiddenPage } from './hidden-page.js'
 import { findLocalStorage, openKeptShells } from './kept-shells.js'
-import { readTokenSub } from './read-token-sub.js'
+import { createError, createReady } from './ready-promise.js'
 import { backoff, readRetryAfter } from './retry-delays.js'
 import { findModuleBaseUrl, isCrossOrigin } from './service-location.js'
 import { createShellStream } from './shell-stream.js'
 import type {
   Shell,
   ShellClient,
-  ShellClientError,
   ShellClientOptions,
   ShellFailure,
   ShellListener,
@@ -29,8 +30,6 @@ export type * from './shell-types.js'
 
 /** Longer than a GET takes on any network that works, short enough that a page soon says it is stale. */
 const DEFAULT_TIMEOUT_MS = 10_000
-/** A page hidden this long gives its stream back; it comes back when the page is shown. */
-const HIDDEN_STREAM_MS = 60_000
 
 const INITIAL_STATE: ShellState = Object.freeze({
   shell: null,
@@ -77,7 +76,6 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
    */
   const tagByScript =
     (options as UnlistedOptions).revalidateWith === 'tag' || !isCrossOrigin(shellUrl)
-  const page = globalThis.document as Document | undefined
 
   let state = INITIAL_STATE
   const listeners = new Set<ShellListener>()
@@ -96,9 +94,10 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
 
   /** The tag the stream announced last. */
   let announcedTag: string | null = null
-  let hiddenTimer: ReturnType<typeof setTimeout> | undefined
+  /** Hidden for a minute: the stream is given back until the page is shown. */
   let hiddenTooLong = false
 
+  const fetchWithToken = createFetchWithToken(options.getToken, acceptLanguage, switchUser)
   const stream = createShellStream({
     url: `${shellUrl}/events`,
     fetchWithToken,
@@ -116,8 +115,15 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     const shown = kept.read(sub)
     if (shown !== null) setState({ shell: shown.shell, etag: shown.etag, source: 'storage' })
   }
-  page?.addEventListener('visibilitychange', followVisibility)
-  followVisibility()
+  const stopFollowingPage = followHiddenPage((hiddenLong) => {
+    hiddenTooLong = hiddenLong
+    if (hiddenLong) {
+      stream.close()
+    } else {
+      revalidate(false)
+      openStream()
+    }
+  })
   revalidate(false)
   openStream()
 
@@ -142,16 +148,6 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     }
   }
 
-  function createReady() {
-    let settle = { resolve: (_state: ShellState) => {}, reject: (_error: Error) => {} }
-    const promise = new Promise<ShellState>((resolve, reject) => {
-      settle = { resolve, reject }
-    })
-    // Nobody has to await it: a rejection no one listens to must not be reported as unhandled.
-    promise.catch(() => {})
-    return { promise, ...settle }
-  }
-
   /** Stops until refresh(): what the service said will not change by asking again. */
   function stop(failure: ShellFailure): void {
     stopped = true
@@ -164,19 +160,13 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     if (options.live !== false && !closed && !stopped && !hiddenTooLong) stream.open()
   }
 
-  // ---- Tokens ----
+  // ---- The user ----
 
-  /** A token from the page; once one names its user, only that user's shell may be shown. */
-  async function readToken(renew: boolean): Promise<string> {
-    const token = await options.getToken({ renew })
-    const owner = readTokenSub(token)
-    if (owner !== undefined && owner !== sub) switchUser(owner)
-    return token
-  }
-
+  /** A token naming another user: only that user's shell may be shown. */
   function switchUser(owner: string): void {
+    if (owner === sub) return
     sub = owner
-    if (state.shell !== null && state.shell.user.sub === owner) return
+    if (state.shell?.user.sub === owner) return
     const shown = kept.read(owner)
     setState({
       shell: shown?.shell ?? null,
@@ -184,35 +174,6 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
       source: shown === null ? null : 'storage',
       stale: false,
     })
-  }
-
-  /**
-   * GETs `url` with the token and the languages; after a 401, once more with
-   * a renewed token. `headers` is called as each attempt is sent, after its
-   * token, which may change the user and with them the tag to revalidate.
-   */
-  async function fetchWithToken(
-    url: string,
-    headers: () => Record<string, string | null>,
-    signal: AbortSignal,
-  ): Promise<Response> {
-    for (let renew = false; ; renew = true) {
-      const token = await readToken(renew)
-      const sent: Record<string, string> = {}
-      const wanted = {
-        authorization: `Bearer ${token}`,
-        'accept-language': acceptLanguage,
-        ...headers(),
-      }
-      for (const [name, value] of Object.entries(wanted)) if (value) sent[name] = value
-      // The default cache mode: the browser's cache revalidates what it holds, a request that
-      // carries If-None-Match passes it by (its 304 comes to the client), and any other mode
-      // would keep Chromium from reusing a CORS preflight.
-      const response = await fetch(url, { headers: sent, signal })
-      if (response.status !== 401 || renew) return response
-      // Read to its end, so that the connection can carry the next request.
-      await response.arrayBuffer()
-    }
   }
 
   // ---- The shell: one GET in flight at most ----
@@ -318,23 +279,6 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     stop(failure)
   }
 
-  // ---- A hidden page ----
-
-  function followVisibility(): void {
-    if (page === undefined || closed) return
-    clearTimeout(hiddenTimer)
-    if (page.visibilityState === 'hidden') {
-      hiddenTimer = setTimeout(() => {
-        hiddenTooLong = true
-        stream.close()
-      }, HIDDEN_STREAM_MS)
-    } else if (hiddenTooLong) {
-      hiddenTooLong = false
-      revalidate(false)
-      openStream()
-    }
-  }
-
   return {
     get state() {
       return state
@@ -363,8 +307,7 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     close() {
       if (closed) return
       closed = true
-      page?.removeEventListener('visibilitychange', followVisibility)
-      clearTimeout(hiddenTimer)
+      stopFollowingPage()
       clearTimeout(requestTimer)
       requestAbort?.abort()
       stream.close()
@@ -373,20 +316,7 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
   }
 }
 
-/** A problem's `detail` (RFC 9457), else the status. */
-async function readDetail(response: Response): Promise<string> {
-  try {
-    const { detail } = (await response.json()) as { detail?: unknown }
-    if (typeof detail === 'string') return detail
-  } catch {}
-  return `HTTP ${response.status}`
-}
-
 /** An ETag's opaque tag, which is also its event's id (README, "Live updates"). */
 function unquote(etag: string | null): string {
   return etag?.replace(/^"|"$/g, '') ?? ''
-}
-
-function createError(failure: ShellFailure): ShellClientError {
-  return Object.assign(new Error(failure.detail), { status: failure.status })
 }
