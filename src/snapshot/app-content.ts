@@ -13,21 +13,10 @@ export interface AppContent {
   readonly items: readonly ContentItem[]
 }
 
-export interface ContentItem {
-  readonly itemKey: string
-  readonly zone: Zone
+/** An item as its row has it, less what only the database needs: its row ids. */
+export interface ContentItem extends Omit<MenuItemRow, 'id' | 'appKey' | 'parentId'> {
   /** Its parent's index in `items` (always lower); -1 for a root. */
   readonly parent: number
-  readonly position: number
-  readonly kind: MenuKind
-  /** The label in the app's default locale. */
-  readonly label: string
-  readonly icon: string | null
-  readonly href: string | null
-  readonly external: boolean
-  readonly rolloutPercent: number | null
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
   /** Granted roles, distinct and sorted. */
   readonly roles: readonly string[]
   /** Labels in other locales as stored, flat (locale, label, locale, label, …), sorted by locale. */
