@@ -20,8 +20,7 @@ export interface SnapshotFeedOptions {
   readonly metrics: Metrics
   /**
    * The snapshot this instance kept in its file (snapshot-file/): the base of the first read, and
-   * what is served while the database cannot be reached, unless last confirmed longer than
-   * `maxAgeMs` ago.
+   * what is served while the database cannot be reached, unless last confirmed over `maxAgeMs` ago.
    */
   readonly stored?: StoredSnapshotWithBound
   /** Told what each read found before it is put in service (tests commit during a reload). */
@@ -107,8 +106,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let lastError: string | null = null
   let failures = 0
   let check: { stop(): void } | undefined
-  // The reloads running, awaited by close(): one that finishes meanwhile is still swapped in.
-  let reloadLoop: Promise<void> | undefined
+  let reloadLoop: Promise<void> | undefined // close() awaits it: a reload ending then is swapped in
 
   let listener: ListeningConnection | undefined
   const closing = new AbortController()
@@ -206,8 +204,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       served.swap(next, 'database')
       return undefined
     } catch (error) {
-      // Shutting down ends the reads: a reload given up for it failed nothing.
-      if (closing.signal.aborted) return undefined
+      if (closing.signal.aborted) return undefined // ended by the shutdown: no failure
       metrics.snapshotReloads.inc({ result: 'error' })
       metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
       failures += 1
@@ -247,11 +244,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
           : `database unavailable (${lastError})`,
     snapshotAgeSeconds: () =>
       position.confirmedAt === null ? null : (Date.now() - position.confirmedAt) / 1000,
-    confirmedAt() {
-      const loadedAt = served.current()?.loadedAt
-      if (loadedAt === undefined || position.confirmedAt === null) return undefined
-      return new Date(Math.max(loadedAt.getTime(), position.confirmedAt))
-    },
+    confirmedAt: () => (position.confirmedAt === null ? undefined : new Date(position.confirmedAt)),
     requestReload: () => requestReload({ proven: true, announced: true }),
     serveStored,
     start() {

@@ -68,7 +68,10 @@ export async function readSnapshotFile(
       error instanceof SnapshotFileProblem
         ? error.message
         : `it cannot be decoded (${(error as Error).message})`
-    logger.warn({ file: path, reason }, `the snapshot file is not used: ${reason}; starting as without one`)
+    logger.warn(
+      { file: path, reason },
+      `the snapshot file is not used: ${reason}; starting as without one`,
+    )
     return undefined
   }
 }
@@ -84,7 +87,9 @@ async function decodeSnapshotFile(
   const claimedBytes = Number.isSafeInteger(fields.bytes) ? (fields.bytes as number) : 0
   const leastLength = bodyStart + claimedBytes + 3 + CHECKSUM_LINE_BYTES
   if (file.length < leastLength) {
-    throw new SnapshotFileProblem(`it is truncated (${file.length} of at least ${leastLength} bytes)`)
+    throw new SnapshotFileProblem(
+      `it is truncated (${file.length} of at least ${leastLength} bytes)`,
+    )
   }
   const hash = createHash('sha256')
   const hashedEnd = file.length - CHECKSUM_LINE_BYTES

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
+import { createServedSnapshot } from '../../src/feed/served-snapshot.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { assembleSnapshot, buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot, SnapshotOrigin } from '../../src/snapshot/types.js'
@@ -11,6 +12,7 @@ import { FILE_FORMAT_VERSION } from '../../src/snapshot-file/file-format.js'
 import { readSnapshotFile } from '../../src/snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from '../../src/snapshot-file/snapshot-file-writer.js'
 import { readMetric } from '../helpers/metrics.js'
+import { sealed, splitFile } from '../helpers/snapshot-file.js'
 import { waitFor } from '../helpers/wait.js'
 import {
   appRow,
@@ -163,33 +165,36 @@ t.test('a snapshot written and read back answers with the same bytes and tags', 
   }
 })
 
-t.test('the file names its format, service, migrations, times, and ends with a checksum of it all', async (t) => {
-  const { path, metrics, swap } = await startWriter(t)
-  const snapshot = richSnapshot()
-  swap(snapshot)
-  await waitFor(async () => (await writesOf(metrics)) === 1, 'the write')
-  const file = await readFile(path)
-  const parts = splitFile(file)
-  t.match(JSON.parse(parts.header.toString()), {
-    format: 'shell-data snapshot',
-    version: FILE_FORMAT_VERSION,
-    service: '9.9.9',
-    migrations: MIGRATIONS,
-    dataset: 'dataset-1',
-    loadedAt: snapshot.loadedAt.toISOString(),
-    apps: 2,
-    bytes: parts.body.length,
-  })
-  t.same(JSON.parse(parts.confirmation.toString()), {
-    confirmedAt: snapshot.loadedAt.toISOString(),
-  })
-  const everythingBefore = file.subarray(0, file.length - 44)
-  t.equal(
-    parts.checksum.toString(),
-    `${createHash('sha256').update(everythingBefore).digest('base64url')}\n`,
-    'the last line: the SHA-256 of every byte before it, header included',
-  )
-})
+t.test(
+  'the file names its format, service, migrations, times, and ends with a checksum of it all',
+  async (t) => {
+    const { path, metrics, swap } = await startWriter(t)
+    const snapshot = richSnapshot()
+    swap(snapshot)
+    await waitFor(async () => (await writesOf(metrics)) === 1, 'the write')
+    const file = await readFile(path)
+    const parts = splitFile(file)
+    t.match(JSON.parse(parts.header.toString()), {
+      format: 'shell-data snapshot',
+      version: FILE_FORMAT_VERSION,
+      service: '9.9.9',
+      migrations: MIGRATIONS,
+      dataset: 'dataset-1',
+      loadedAt: snapshot.loadedAt.toISOString(),
+      apps: 2,
+      bytes: parts.body.length,
+    })
+    t.same(JSON.parse(parts.confirmation.toString()), {
+      confirmedAt: snapshot.loadedAt.toISOString(),
+    })
+    const everythingBefore = file.subarray(0, file.length - 44)
+    t.equal(
+      parts.checksum.toString(),
+      `${createHash('sha256').update(everythingBefore).digest('base64url')}\n`,
+      'the last line: the SHA-256 of every byte before it, header included',
+    )
+  },
+)
 
 t.test('a burst of snapshots is written at most once an interval, the last one last', async (t) => {
   const { path, metrics, swap } = await startWriter(t, { minIntervalMs: 300 })
@@ -245,30 +250,6 @@ t.test('a write that fails is counted and said, and nothing else happens', async
   t.same(await readdir(dir), ['a-file'], 'nothing left behind')
 })
 
-/** A file's four parts: the header line, the content lines, the confirmation line, the checksum's. */
-function splitFile(file: Buffer) {
-  const headerEnd = file.indexOf(10) + 1
-  const header = JSON.parse(file.subarray(0, headerEnd).toString()) as { bytes: number }
-  const bodyEnd = headerEnd + header.bytes
-  return {
-    header: file.subarray(0, headerEnd),
-    body: file.subarray(headerEnd, bodyEnd),
-    confirmation: file.subarray(bodyEnd, file.length - 44),
-    checksum: file.subarray(file.length - 44),
-  }
-}
-
-/** A file of these parts with a checksum that matches them: what only a wrong writer makes. */
-function sealed(header: object, body: Buffer, confirmation: object): Buffer {
-  const before = Buffer.concat([
-    Buffer.from(`${JSON.stringify(header)}\n`),
-    body,
-    Buffer.from(`${JSON.stringify(confirmation)}\n`),
-  ])
-  const checksum = createHash('sha256').update(before).digest('base64url')
-  return Buffer.concat([before, Buffer.from(`${checksum}\n`)])
-}
-
 t.test('a file that cannot be served: one warn line naming it and why, no snapshot', async (t) => {
   const { path, metrics, swap, dir } = await startWriter(t)
   swap(richSnapshot())
@@ -288,7 +269,6 @@ t.test('a file that cannot be served: one warn line naming it and why, no snapsh
   const headerEnd = parts.header.length
   const inFuture = new Date(Date.now() + 24 * HOUR_MS).toISOString()
   const monthAgo = new Date(Date.now() - 30 * 24 * HOUR_MS).toISOString()
-  const firstLine = parts.body.subarray(0, parts.body.indexOf(9))
 
   const cases: [string, Buffer, RegExp][] = [
     ['empty', Buffer.alloc(0), /empty/],
@@ -334,7 +314,11 @@ t.test('a file that cannot be served: one warn line naming it and why, no snapsh
     ],
     [
       'a line of another shape',
-      sealed(header, Buffer.from(parts.body.toString().replace('["crm",', '[12345,')), confirmation),
+      sealed(
+        header,
+        Buffer.from(parts.body.toString().replace('["crm",', '[12345,')),
+        confirmation,
+      ),
       /a line of it is not what this service writes/,
     ],
   ]
@@ -351,4 +335,91 @@ t.test('a file that cannot be served: one warn line naming it and why, no snapsh
   const missing = join(dir, 'missing')
   t.equal(await read(missing, logger), undefined, 'a missing file: none')
   t.match(lines, [{ level: 30, file: missing, msg: /no snapshot file yet/ }], 'said at info')
+})
+
+t.test(
+  'a week of quiet data: every confirmation recorded, the file served a week on',
+  async (t) => {
+    const DAY_MS = 24 * HOUR_MS
+    const MAX_AGE_MS = 7 * DAY_MS
+    const { path, metrics, swap, confirm } = await startWriter(t, { confirmIntervalMs: 5 })
+    // Read eight days ago and unchanged since: the times lie in the past, the clock is real.
+    const loadedAt = Date.now() - 8 * DAY_MS
+    swap(buildSnapshot(richSnapshotRows('Leads'), { loadedAt: new Date(loadedAt), dataset: 'd' }))
+    const fileTimes = async () => {
+      const stored = await read(path)
+      return {
+        loadedAt: stored?.snapshot.loadedAt.getTime(),
+        confirmedAt: stored?.confirmedAt.getTime(),
+      }
+    }
+    await waitFor(async () => (await fileTimes()).confirmedAt === loadedAt, 'the first write')
+    const unconfirmed = await readFile(path)
+    // The feed confirms every second; here every six hours of the eight days, to a minute ago.
+    let confirmations = 0
+    for (let at = loadedAt + 6 * HOUR_MS; at < Date.now() - 60_000; at += 6 * HOUR_MS) {
+      confirm(new Date(at))
+      confirmations += 1
+      await waitFor(async () => (await fileTimes()).confirmedAt === at, `the confirmation at ${at}`)
+    }
+    const last = new Date(loadedAt + confirmations * 6 * HOUR_MS)
+    confirm(last)
+    await waitFor(async () => (await fileTimes()).confirmedAt === last.getTime(), 'the last one')
+    t.equal((await fileTimes()).loadedAt, loadedAt, 'loadedAt stays when the data were read')
+    t.ok((await writesOf(metrics)) >= confirmations + 1, 'each confirmation written')
+
+    const stored = await read(path)
+    if (stored === undefined) throw new Error('the file was not read')
+    const served = createServedSnapshot({
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      stored: { ...stored, maxAgeMs: MAX_AGE_MS },
+    })
+    t.teardown(() => served.close())
+    t.ok(served.serveStored(), 'served with its data eight days old and confirmed recently')
+    t.equal(served.origin(), 'file')
+
+    // The same file never confirmed after its first write: older than the bound.
+    await writeFile(path, unconfirmed)
+    const stale = await read(path)
+    if (stale === undefined) throw new Error('the file was not read')
+    const refused = createServedSnapshot({
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      stored: { ...stale, maxAgeMs: MAX_AGE_MS },
+    })
+    t.teardown(() => refused.close())
+    t.equal(refused.serveStored(), undefined, 'last confirmed eight days ago: not served')
+  },
+)
+
+t.test('what a killed write left beside the file is removed when the writer starts', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-stale-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const victim = join(dir, 'elsewhere')
+  await writeFile(victim, "not the service's")
+  await writeFile(join(dir, 'snapshot.0123456789abcdef.tmp'), 'half a file')
+  await symlink(victim, join(dir, 'snapshot.fedcba9876543210.tmp'))
+  // Not a write's file: another name, another file's.
+  await writeFile(join(dir, 'snapshot.notes'), 'kept')
+  await writeFile(join(dir, 'other.0123456789abcdef.tmp'), 'kept')
+  const { logger, lines } = recordingLogger()
+  const writer = startSnapshotFileWriter({
+    path: join(dir, 'snapshot'),
+    snapshots: {
+      onSwap: () => () => true,
+      origin: () => undefined,
+      current: () => undefined,
+      confirmedAt: () => undefined,
+    },
+    migrations: MIGRATIONS,
+    serviceVersion: '9.9.9',
+    logger,
+    metrics: createMetrics({ defaultMetrics: false }),
+  })
+  t.teardown(() => writer.close())
+  await waitFor(async () => (await readdir(dir)).length === 3, 'the stale files removed')
+  t.same((await readdir(dir)).sort(), ['elsewhere', 'other.0123456789abcdef.tmp', 'snapshot.notes'])
+  t.equal(await readFile(victim, 'utf8'), "not the service's", "a link's target untouched")
+  t.match(lines, [{ level: 30, msg: /interrupted write/ }], 'said at info')
 })
