@@ -48,9 +48,9 @@ const readySchema = {
       properties: {
         version: { type: 'string' },
         // When the data were read from the database.
-        loadedAt: { type: 'string', format: 'date-time' },
+        loadedAt: { type: 'string' },
         // When they were last found equal to the database's (from the file: its confirmation).
-        confirmedAt: { type: 'string', format: 'date-time' },
+        confirmedAt: { type: 'string' },
         apps: { type: 'integer' },
         // "file": the snapshot this instance kept, served until the database answers.
         source: { type: 'string', enum: ['database', 'file'] },
