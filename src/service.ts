@@ -90,13 +90,13 @@ export async function startService(
 ): Promise<Service> {
   const releasers = createReleasers(logger)
   let shuttingDown = false
-  const start = options.signal ?? new AbortController().signal
+  const startSignal = options.signal ?? new AbortController().signal
   try {
     const metrics = options.metrics ?? createMetrics()
     const dataDir = options.dataDir ?? LOCAL_DATA_DIR
     const location = await locateDatabase(config.databaseUrl, logger)
     releasers.add('database server', () => location.stop())
-    start.throwIfAborted()
+    startSignal.throwIfAborted()
     const sql = connectDatabase(location.url)
     releasers.add('database pool', () => sql.end({ timeout: 5 }))
 
@@ -122,13 +122,13 @@ export async function startService(
     // Local mode keeps it beside its key pair, so that `npm start` starts from it too.
     const snapshotFile =
       config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
-    start.throwIfAborted()
+    startSignal.throwIfAborted()
     const stored =
       snapshotFile === null
         ? undefined
         : await readSnapshotFile(snapshotFile, { migrations, logger })
     const serviceVersion = await readServiceVersion()
-    start.throwIfAborted()
+    startSignal.throwIfAborted()
     const feed = createSnapshotFeed({
       readUrl: location.url,
       feedUrl,
@@ -178,7 +178,7 @@ export async function startService(
     })
     releasers.add('http server', () => app.close())
     await app.listen({ port, host: config.host, backlog: LISTEN_BACKLOG })
-    start.throwIfAborted()
+    startSignal.throwIfAborted()
     const address = app.server.address()
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
     const url = `http://${hostInUrl(config.host)}:${boundPort}`
