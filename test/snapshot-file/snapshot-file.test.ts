@@ -423,3 +423,49 @@ t.test('what a killed write left beside the file is removed when the writer star
   t.equal(await readFile(victim, 'utf8'), "not the service's", "a link's target untouched")
   t.match(lines, [{ level: 30, msg: /interrupted write/ }], 'said at info')
 })
+
+t.test('the file being written is created afresh, never through a link at its name', async (t) => {
+  // The name a write takes is random; here it is known in advance, as an attacker would need.
+  const crypto = await import('node:crypto')
+  const { startSnapshotFileWriter: startPredictableWriter } = await t.mockImport<
+    typeof import('../../src/snapshot-file/snapshot-file-writer.js')
+  >('../../src/snapshot-file/snapshot-file-writer.js', {
+    'node:crypto': { ...crypto, randomBytes: () => Buffer.from('0123456789abcdef', 'hex') },
+  })
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-link-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const decoy = join(dir, 'snapshot.ffffffffffffffff.tmp')
+  await writeFile(decoy, 'stale')
+  const metrics = createMetrics({ defaultMetrics: false })
+  const listeners = new Set<(snapshot: Snapshot) => void>()
+  const snapshot = richSnapshot()
+  const writer = startPredictableWriter({
+    path: join(dir, 'snapshot'),
+    snapshots: {
+      onSwap: (listener) => {
+        listeners.add(listener)
+        return () => listeners.delete(listener)
+      },
+      origin: () => 'database',
+      current: () => snapshot,
+      confirmedAt: () => snapshot.loadedAt,
+    },
+    migrations: MIGRATIONS,
+    serviceVersion: '9.9.9',
+    logger: pino({ level: 'silent' }),
+    metrics,
+    minIntervalMs: 0,
+  })
+  t.teardown(() => writer.close())
+  await waitFor(
+    async () => !(await readdir(dir)).includes('snapshot.ffffffffffffffff.tmp'),
+    'the start',
+  )
+  const victim = join(dir, 'victim')
+  await writeFile(victim, "not the service's")
+  await symlink(victim, join(dir, 'snapshot.0123456789abcdef.tmp'))
+  for (const listener of listeners) listener(snapshot)
+  await waitFor(async () => (await writesOf(metrics, 'error')) === 1, 'the write refused')
+  t.equal(await readFile(victim, 'utf8'), "not the service's", 'nothing written through the link')
+  t.equal(await writesOf(metrics), 0, 'no file written')
+})
