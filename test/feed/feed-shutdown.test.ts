@@ -93,6 +93,10 @@ t.test('a reload that finishes while the feed closes is put in service first', a
   const closed = feed.close().then(() => events.push('closed'))
   // The connections are closed; the reload's read is done, its snapshot not yet in service.
   await waitFor(async () => (await feedConnections(db)) === 0, 'the connections closed')
+  // A close that did not wait for the reload resolves about now; one that waits cannot.
+  await waitFor(() => events.includes('closed'), 'a close that does not wait', 2_000).catch(
+    () => {},
+  )
   release()
   await closed
   t.same(events, ['swapped', 'closed'], 'in service before the close resolves')

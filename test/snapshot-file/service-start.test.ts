@@ -77,7 +77,19 @@ t.test(
     await waitFor(async () => (await fileWrites(first)) >= 1, 'the first snapshot written')
     await db.sql`update shell.apps set name = 'CRM before' where app_key = 'crm'`
     await waitFor(async () => (await fileWrites(first)) >= 2, 'the change written')
+    const linesBefore = logs.lines.length
     await first.close()
+    // The writer closes after the feed: what a reload ending in the shutdown reads is written.
+    const released = logs.lines
+      .slice(linesBefore)
+      .map((line) => JSON.parse(line) as { msg: string; resource?: string })
+      .filter((line) => line.msg === 'released')
+      .map((line) => line.resource)
+    t.ok(
+      released.indexOf('snapshot feed') < released.indexOf('snapshot file writer') &&
+        released.indexOf('snapshot feed') !== -1,
+      `the feed released before the writer: ${released.join(', ')}`,
+    )
 
     await db.sql`update shell.apps set name = 'CRM after' where app_key = 'crm'`
     const second = await startTestService(t, {
