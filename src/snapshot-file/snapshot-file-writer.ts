@@ -78,8 +78,9 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
     wanted = snapshot
     schedule()
   })
+  // The snapshot in service: a newer confirmation of it, or its content if a write of it failed.
   const confirming = setInterval(() => {
-    wanted ??= written?.snapshot
+    wanted ??= snapshots.current()
     schedule()
   }, options.confirmIntervalMs ?? CONFIRM_INTERVAL_MS)
 
@@ -206,7 +207,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       clearTimeout(timer)
       timer = undefined
       await writing
-      const last = wanted ?? written?.snapshot
+      const last = wanted ?? snapshots.current()
       wanted = undefined
       if (last !== undefined) await writeIfNew(last)
     },

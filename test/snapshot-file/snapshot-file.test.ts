@@ -239,16 +239,27 @@ t.test('the file it served from is not written again, nor a window that opened',
   t.ok(await read(path), 'and readable')
 })
 
-t.test('a write that fails is counted and said, and nothing else happens', async (t) => {
-  const { logger, lines } = recordingLogger()
-  // Its folder cannot be made: a file stands where it would be.
-  const { dir, metrics, swap } = await startWriter(t, { file: 'a-file/snapshot', logger })
-  await writeFile(join(dir, 'a-file'), 'not a folder')
-  swap(richSnapshot())
-  await waitFor(async () => (await writesOf(metrics, 'error')) === 1, 'the failed write')
-  t.match(lines, [{ level: 40, msg: /cannot write the snapshot file/ }])
-  t.same(await readdir(dir), ['a-file'], 'nothing left behind')
-})
+t.test(
+  'a write that fails is counted and said, and tried again at the next confirmation',
+  async (t) => {
+    const { logger, lines } = recordingLogger()
+    // Its folder cannot be made: a file stands where it would be.
+    const { dir, metrics, swap } = await startWriter(t, {
+      file: 'a-file/snapshot',
+      logger,
+      confirmIntervalMs: 20,
+    })
+    await writeFile(join(dir, 'a-file'), 'not a folder')
+    swap(richSnapshot())
+    await waitFor(async () => (await writesOf(metrics, 'error')) >= 1, 'the failed write')
+    t.match(lines[0], { level: 40, msg: /cannot write the snapshot file/ })
+    t.same(await readdir(dir), ['a-file'], 'nothing left behind')
+    // The volume is writable again: the next confirmation's turn writes the content.
+    await rm(join(dir, 'a-file'))
+    await waitFor(async () => (await writesOf(metrics)) === 1, 'the write tried again')
+    t.ok(await read(join(dir, 'a-file/snapshot')), 'a whole file')
+  },
+)
 
 t.test('a file that cannot be served: one warn line naming it and why, no snapshot', async (t) => {
   const { path, metrics, swap, dir } = await startWriter(t)
