@@ -70,6 +70,13 @@ export interface ServiceOptions {
   readonly drainDeadlineMs?: number
   /** API requests taken at once; default: the adaptive limit. */
   readonly concurrencyLimit?: ConcurrencyLimit
+  /** How often the snapshot file records a newer confirmation; the writer's default (a minute). */
+  readonly snapshotFileConfirmIntervalMs?: number
+  /**
+   * Aborted by a signal during the start: what was started is stopped (the embedded database
+   * too) and the start rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal
 }
 
 /**
@@ -83,11 +90,13 @@ export async function startService(
 ): Promise<Service> {
   const releasers = createReleasers(logger)
   let shuttingDown = false
+  const startSignal = options.signal ?? new AbortController().signal
   try {
     const metrics = options.metrics ?? createMetrics()
     const dataDir = options.dataDir ?? LOCAL_DATA_DIR
     const location = await locateDatabase(config.databaseUrl, logger)
     releasers.add('database server', () => location.stop())
+    startSignal.throwIfAborted()
     const sql = connectDatabase(location.url)
     releasers.add('database pool', () => sql.end({ timeout: 5 }))
 
@@ -113,29 +122,37 @@ export async function startService(
     // Local mode keeps it beside its key pair, so that `npm start` starts from it too.
     const snapshotFile =
       config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
+    startSignal.throwIfAborted()
     const stored =
       snapshotFile === null
         ? undefined
         : await readSnapshotFile(snapshotFile, { migrations, logger })
+    const serviceVersion = await readServiceVersion()
+    startSignal.throwIfAborted()
     const feed = createSnapshotFeed({
       readUrl: location.url,
       feedUrl,
       logger,
       metrics,
-      ...(stored && { stored: { snapshot: stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
+      ...(stored && { stored: { ...stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
     })
-    releasers.add('snapshot feed', () => feed.close())
+    // The writer closes after the feed (releasers run in reverse): a reload that finishes during
+    // the shutdown, and the last confirmation, are written. Neither holds anything until started.
     if (snapshotFile !== null) {
       const writer = startSnapshotFileWriter({
         path: snapshotFile,
         snapshots: feed,
         migrations,
-        serviceVersion: await readServiceVersion(),
+        serviceVersion,
         logger,
         metrics,
+        ...(options.snapshotFileConfirmIntervalMs !== undefined && {
+          confirmIntervalMs: options.snapshotFileConfirmIntervalMs,
+        }),
       })
       releasers.add('snapshot file writer', () => writer.close())
     }
+    releasers.add('snapshot feed', () => feed.close())
     // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
     // "Migrations"): FEED_DATABASE_URL when it differs. Used at start: closes after 1 min idle.
     const migrationSql =
@@ -161,6 +178,7 @@ export async function startService(
     })
     releasers.add('http server', () => app.close())
     await app.listen({ port, host: config.host, backlog: LISTEN_BACKLOG })
+    startSignal.throwIfAborted()
     const address = app.server.address()
     const boundPort = typeof address === 'object' && address !== null ? address.port : port
     const url = `http://${hostInUrl(config.host)}:${boundPort}`

@@ -40,6 +40,7 @@ const app = buildApp({
     origin: () => undefined,
     notReadyReason: () => 'test',
     snapshotAgeSeconds: () => null,
+    confirmedAt: () => undefined,
     onSwap: () => () => undefined,
   },
   logRequests: false,

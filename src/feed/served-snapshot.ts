@@ -1,17 +1,23 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
 import type { Snapshot, SnapshotOrigin, SnapshotSource } from '../snapshot/types.js'
+import type { StoredSnapshot } from '../snapshot-file/read-snapshot-file.js'
 import { createWindowTimer } from './window-timer.js'
+
+/** The file's snapshot, and how long after its last confirmation it may be served. */
+export interface StoredSnapshotWithBound extends StoredSnapshot {
+  readonly maxAgeMs: number
+}
 
 /** The snapshot in service, where it was read, and who is told when it changes. */
 export interface ServedSnapshot extends Pick<SnapshotSource, 'current' | 'origin' | 'onSwap'> {
   /** Puts `next` in service (nothing, when it is the one in service) and tells every listener. */
   swap(next: Snapshot, origin: SnapshotOrigin): void
   /**
-   * With nothing in service yet, puts the stored snapshot in service (`origin` "file") unless it
-   * is older than its `maxAgeMs`, which is said once; returns it when it did.
+   * With nothing in service yet, puts the stored snapshot in service (`origin` "file") unless its
+   * last confirmation is older than its `maxAgeMs`, which is said once; returns it when it did.
    */
-  serveStored(): Snapshot | undefined
+  serveStored(): StoredSnapshot | undefined
   /** Stops the window timer; nothing is swapped in by time any more. */
   close(): void
 }
@@ -25,7 +31,7 @@ export function createServedSnapshot(deps: {
   readonly logger: Logger
   readonly metrics: Metrics
   /** The snapshot the instance kept in its file (snapshot-file/), and how old it may be served. */
-  readonly stored?: { readonly snapshot: Snapshot; readonly maxAgeMs: number } | undefined
+  readonly stored?: StoredSnapshotWithBound | undefined
 }): ServedSnapshot {
   const { logger, metrics, stored } = deps
   // That the stored snapshot is too old to serve was said.
@@ -59,22 +65,23 @@ export function createServedSnapshot(deps: {
     swap,
     serveStored() {
       if (served !== undefined || stored === undefined) return undefined
-      const { snapshot, maxAgeMs } = stored
-      if (Date.now() - snapshot.loadedAt.getTime() > maxAgeMs) {
+      const { snapshot, confirmedAt, maxAgeMs } = stored
+      // The age runs from the last confirmation: data unchanged for months are still current.
+      if (Date.now() - confirmedAt.getTime() > maxAgeMs) {
         if (!staleStoredSaid)
           logger.warn(
-            { loadedAt: snapshot.loadedAt, maxAgeS: Math.round(maxAgeMs / 1000) },
-            'the database cannot be reached and the snapshot file is older than SNAPSHOT_FILE_MAX_AGE_S: not serving it; waiting for the database',
+            { loadedAt: snapshot.loadedAt, confirmedAt, maxAgeS: Math.round(maxAgeMs / 1000) },
+            'the database cannot be reached and the snapshot file was last confirmed longer ago than SNAPSHOT_FILE_MAX_AGE_S: not serving it; waiting for the database',
           )
         staleStoredSaid = true
         return undefined
       }
       logger.warn(
-        { loadedAt: snapshot.loadedAt },
+        { loadedAt: snapshot.loadedAt, confirmedAt },
         'the database cannot be reached: serving the snapshot file until it answers',
       )
       swap(snapshot, 'file')
-      return snapshot
+      return stored
     },
     close() {
       closed = true

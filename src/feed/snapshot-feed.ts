@@ -3,13 +3,13 @@ import { computeBackoffMs } from '../db/backoff.js'
 import { databaseErrorFields, describeDatabaseError } from '../db/database-errors.js'
 import type { Metrics } from '../metrics.js'
 import { assembleSnapshot } from '../snapshot/build.js'
-import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { type ReadPosition, startChangeCheck } from './change-check.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
 import { readChangedApps } from './read-changed-apps.js'
 import { createReadConnection } from './read-connection.js'
 import { createReplayWait } from './replay-wait.js'
-import { createServedSnapshot } from './served-snapshot.js'
+import { createServedSnapshot, type StoredSnapshotWithBound } from './served-snapshot.js'
 
 export interface SnapshotFeedOptions {
   /** Where snapshots are read (DATABASE_URL): the primary, a pooler or a standby. */
@@ -20,9 +20,9 @@ export interface SnapshotFeedOptions {
   readonly metrics: Metrics
   /**
    * The snapshot this instance kept in its file (snapshot-file/): the base of the first read, and
-   * what is served while the database cannot be reached, unless older than `maxAgeMs`.
+   * what is served while the database cannot be reached, unless last confirmed over `maxAgeMs` ago.
    */
-  readonly stored?: { readonly snapshot: Snapshot; readonly maxAgeMs: number }
+  readonly stored?: StoredSnapshotWithBound
   /** Told what each read found before it is put in service (tests commit during a reload). */
   readonly onRead?: (read: {
     complete: boolean
@@ -106,6 +106,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let lastError: string | null = null
   let failures = 0
   let check: { stop(): void } | undefined
+  let reloadLoop: Promise<void> | undefined // close() awaits it: a reload ending then is swapped in
 
   let listener: ListeningConnection | undefined
   const closing = new AbortController()
@@ -129,10 +130,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       case 'backingOff':
         if (request.proven !== true) return
         clearTimeout(state.timer)
-        void reloadWhilePending()
+        reloadLoop = reloadWhilePending()
         return
       case 'idle':
-        void reloadWhilePending()
+        reloadLoop = reloadWhilePending()
         return
     }
   }
@@ -203,6 +204,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       served.swap(next, 'database')
       return undefined
     } catch (error) {
+      if (closing.signal.aborted) return undefined // ended by the shutdown: no failure
       metrics.snapshotReloads.inc({ result: 'error' })
       metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
       failures += 1
@@ -226,7 +228,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   function serveStored(): boolean {
     if (state.name === 'closed') return false
     const stored = served.serveStored()
-    if (stored !== undefined) position.confirmedAt = stored.loadedAt.getTime()
+    if (stored !== undefined) position.confirmedAt = stored.confirmedAt.getTime()
     return stored !== undefined
   }
 
@@ -242,6 +244,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
           : `database unavailable (${lastError})`,
     snapshotAgeSeconds: () =>
       position.confirmedAt === null ? null : (Date.now() - position.confirmedAt) / 1000,
+    confirmedAt: () => (position.confirmedAt === null ? undefined : new Date(position.confirmedAt)),
     requestReload: () => requestReload({ proven: true, announced: true }),
     serveStored,
     start() {
@@ -280,6 +283,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       served.close()
       await listener?.close()
       await reads.close()
+      await reloadLoop
     },
   }
 }

@@ -21,6 +21,10 @@ export function registerProbeRoutes(
       snapshot: {
         version: snapshot.version,
         loadedAt: snapshot.loadedAt.toISOString(),
+        // Never before loadedAt, whatever the feed holds (the contract).
+        confirmedAt: new Date(
+          Math.max(snapshot.loadedAt.getTime(), deps.snapshots.confirmedAt()?.getTime() ?? 0),
+        ).toISOString(),
         apps: snapshot.appKeys.length,
         source: deps.snapshots.origin() ?? 'database',
       },
@@ -40,10 +44,13 @@ const readySchema = {
     status: { type: 'string' },
     snapshot: {
       type: 'object',
-      required: ['version', 'loadedAt', 'apps', 'source'],
+      required: ['version', 'loadedAt', 'confirmedAt', 'apps', 'source'],
       properties: {
         version: { type: 'string' },
+        // When the data were read from the database.
         loadedAt: { type: 'string' },
+        // When they were last found equal to the database's (from the file: its confirmation).
+        confirmedAt: { type: 'string' },
         apps: { type: 'integer' },
         // "file": the snapshot this instance kept, served until the database answers.
         source: { type: 'string', enum: ['database', 'file'] },

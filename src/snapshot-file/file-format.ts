@@ -1,18 +1,26 @@
+import type { Hash } from 'node:crypto'
 import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-record.js'
 
 /**
- * The snapshot file: one header line of JSON, then one line per app, its record's fields as
- * JSON, a tab, and its content's JSON as the snapshot holds it (JSON has no raw tab or newline).
+ * The snapshot file: a header line of JSON; one line per app, its record's fields as JSON, a tab,
+ * and its content's JSON as the snapshot holds it (JSON has no raw tab or newline); a line with
+ * the last confirmation; last, the SHA-256 (base64url) of every byte before it.
  *
- *   {"format":"shell-data snapshot","version":1,…}\n
+ *   {"format":"shell-data snapshot","version":2,…,"apps":1,"bytes":123}\n
  *   ["crm","42","<hash>",<inventory entry>,["crm-admin"],[]]\t[…content…]\n
+ *   {"confirmedAt":"2026-11-28T19:52:08.000Z"}\n
+ *   <SHA-256 of all of the above>\n
  *
- * The header names the format, the service that wrote it, the migrations its rows were read
- * under and the dataset its revisions are of, and carries the body's length and SHA-256.
+ * The confirmation comes after the content, so that a writer that only confirms hashes the
+ * confirmation line on a copy of the hash it made of the content (snapshot-file-writer.ts).
  */
 export const FILE_FORMAT = 'shell-data snapshot'
-/** Moves with any change of the layout here or of an app's content (app-content.ts). */
-export const FILE_FORMAT_VERSION = 1
+/**
+ * Moves with any change of the layout here or of an app's content (app-content.ts):
+ * test/snapshot-file/file-layout.test.ts pins the bytes each version writes, and fails when they
+ * change under the same number.
+ */
+export const FILE_FORMAT_VERSION = 2
 
 export interface FileHeader {
   readonly format: typeof FILE_FORMAT
@@ -26,15 +34,60 @@ export interface FileHeader {
   /** When the snapshot's data were read from the database (ISO 8601). */
   readonly loadedAt: string
   readonly apps: number
-  /** The body's length in bytes and its SHA-256 (base64url). */
+  /** The content lines' length in bytes. */
   readonly bytes: number
-  readonly sha256: string
+}
+
+export interface FileConfirmation {
+  /** When the data were last found equal to the database's (ISO 8601); never before loadedAt. */
+  readonly confirmedAt: string
 }
 
 /** Why a file is not served; said in the warn line. */
 export class SnapshotFileProblem extends Error {
   override name = 'SnapshotFileProblem'
 }
+
+/**
+ * A clock stepped back after a write (NTP) puts a time just written slightly ahead: a minute of
+ * slack, which lets a file be served a minute longer than SNAPSHOT_FILE_MAX_AGE_S at most.
+ */
+const FUTURE_SLACK_MS = 60_000
+
+/** What is wrong with a field's value, or undefined when nothing is; `nowMs` for times. */
+type FieldCheck = (value: unknown, nowMs: number) => string | undefined
+
+const isText: FieldCheck = (value) => (typeof value === 'string' ? undefined : 'is not a string')
+const isCount: FieldCheck = (value) =>
+  Number.isSafeInteger(value) && (value as number) >= 0 ? undefined : 'is not a count'
+const isPastTime: FieldCheck = (value, nowMs) => {
+  const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN
+  if (Number.isNaN(ms)) return 'is not a time'
+  return ms > nowMs + FUTURE_SLACK_MS ? 'lies in the future' : undefined
+}
+
+/** Each field of the header and how it is checked: a new field is one line here. */
+const HEADER_FIELDS: { readonly [Field in keyof FileHeader]-?: FieldCheck } = {
+  format: (value) => (value === FILE_FORMAT ? undefined : 'is not this service'),
+  version: (value) => (value === FILE_FORMAT_VERSION ? undefined : 'is not this version'),
+  service: isText,
+  migrations: (value) =>
+    Array.isArray(value) && value.every((name) => typeof name === 'string')
+      ? undefined
+      : 'is not a list of names',
+  dataset: (value) => (value === null ? undefined : isText(value, 0)),
+  loadedAt: isPastTime,
+  apps: isCount,
+  bytes: isCount,
+}
+const CONFIRMATION_FIELDS: { readonly [Field in keyof FileConfirmation]-?: FieldCheck } = {
+  confirmedAt: isPastTime,
+}
+
+/** The checksum's line: 43 base64url characters of SHA-256 and a newline. */
+export const CHECKSUM_LINE_BYTES = 44
+const TAB = 0x09
+const NEWLINE = 0x0a
 
 type RecordTuple = [
   appKey: string,
@@ -45,8 +98,9 @@ type RecordTuple = [
   windows: readonly [itemKey: string, from: number | null, until: number | null][],
 ]
 
-const TAB = 0x09
-const NEWLINE = 0x0a
+export function encodeHeaderLine(header: FileHeader): Buffer {
+  return Buffer.from(`${JSON.stringify(header)}\n`)
+}
 
 /** One app's line. */
 export function encodeRecordLine(record: AppRecord): Buffer[] {
@@ -61,27 +115,67 @@ export function encodeRecordLine(record: AppRecord): Buffer[] {
   return [Buffer.from(`${JSON.stringify(tuple)}\t`), record.content, Buffer.from('\n')]
 }
 
-export function encodeHeaderLine(header: FileHeader): Buffer {
-  return Buffer.from(`${JSON.stringify(header)}\n`)
+export function encodeConfirmationLine(confirmation: FileConfirmation): Buffer {
+  return Buffer.from(`${JSON.stringify(confirmation)}\n`)
 }
 
-/** The header, and where the body starts; throws SnapshotFileProblem for what is not a header. */
-export function decodeHeader(file: Buffer): { header: FileHeader; bodyStart: number } {
+/** The last line, from a hash of every byte before it. */
+export function encodeChecksumLine(hash: Hash): Buffer {
+  return Buffer.from(`${hash.digest('base64url')}\n`)
+}
+
+/** The checksum the file's last line holds; the file is at least that line long. */
+export function checksumOf(file: Buffer): string {
+  return file.toString('latin1', file.length - CHECKSUM_LINE_BYTES, file.length - 1)
+}
+
+/**
+ * The header's fields, unchecked but of this format and version, and where the content starts;
+ * throws SnapshotFileProblem for what is not. Read before the checksum, to name another format.
+ */
+export function decodeHeaderLine(file: Buffer): {
+  fields: Record<string, unknown>
+  bodyStart: number
+} {
   if (file.length === 0) throw new SnapshotFileProblem('it is empty')
   const end = file.indexOf(NEWLINE)
-  let header: Partial<FileHeader> | undefined
-  try {
-    header = JSON.parse(file.toString('utf8', 0, end === -1 ? file.length : end))
-  } catch {}
-  if (header?.format !== FILE_FORMAT || end === -1) {
+  const fields = parseObject(file.toString('utf8', 0, end === -1 ? file.length : end))
+  if (fields?.format !== FILE_FORMAT || end === -1) {
     throw new SnapshotFileProblem('it is not a snapshot file of this service')
   }
-  if (header.version !== FILE_FORMAT_VERSION) {
+  if (fields.version !== FILE_FORMAT_VERSION) {
     throw new SnapshotFileProblem(
-      `its format is version ${String(header.version)}, this service reads ${FILE_FORMAT_VERSION}`,
+      `its format is version ${String(fields.version)}, this service reads ${FILE_FORMAT_VERSION}`,
     )
   }
-  return { header: header as FileHeader, bodyStart: end + 1 }
+  return { fields, bodyStart: end + 1 }
+}
+
+/** The header, each field checked for its type and range (HEADER_FIELDS). */
+export function checkHeader(fields: Record<string, unknown>, nowMs: number): FileHeader {
+  checkFields(fields, HEADER_FIELDS, 'header', nowMs)
+  return fields as unknown as FileHeader
+}
+
+/** The confirmation line (`start` to the checksum line), checked, and never before loadedAt. */
+export function decodeConfirmation(
+  file: Buffer,
+  start: number,
+  header: FileHeader,
+  nowMs: number,
+): FileConfirmation {
+  const end = file.length - CHECKSUM_LINE_BYTES - 1
+  const confirmation =
+    file[end] === NEWLINE ? parseObject(file.toString('utf8', start, end)) : undefined
+  if (confirmation === undefined) {
+    throw new SnapshotFileProblem('its confirmation line is not what this service writes')
+  }
+  checkFields(confirmation, CONFIRMATION_FIELDS, 'confirmation', nowMs)
+  const checked = confirmation as unknown as FileConfirmation
+  if (Date.parse(checked.confirmedAt) < Date.parse(header.loadedAt)) {
+    throw new SnapshotFileProblem('its confirmedAt is earlier than its loadedAt')
+  }
+  return checked
 }
 
 /**
@@ -92,10 +186,11 @@ export function decodeRecordLine(body: Buffer, start: number): { record: AppReco
   const tab = body.indexOf(TAB, start)
   const end = tab === -1 ? -1 : body.indexOf(NEWLINE, tab)
   if (end === -1) throw new SnapshotFileProblem('a line of it is cut short')
-  let tuple: RecordTuple
+  let tuple: unknown
   try {
     tuple = JSON.parse(body.toString('utf8', start, tab))
-  } catch {
+  } catch {}
+  if (!isRecordTuple(tuple)) {
     throw new SnapshotFileProblem('a line of it is not what this service writes')
   }
   const [appKey, revision, hash, inventoryJson, grantedRoles, windows] = tuple
@@ -120,4 +215,52 @@ export function decodeRecordLine(body: Buffer, start: number): { record: AppReco
     ),
   })
   return { record, next: end + 1 }
+}
+
+function parseObject(json: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(json)
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function checkFields(
+  object: Record<string, unknown>,
+  fields: Readonly<Record<string, FieldCheck>>,
+  where: string,
+  nowMs: number,
+): void {
+  for (const [name, check] of Object.entries(fields)) {
+    const problem = check(object[name], nowMs)
+    if (problem !== undefined) throw new SnapshotFileProblem(`its ${where}'s ${name} ${problem}`)
+  }
+}
+
+const isStringOrNull = (value: unknown) => value === null || typeof value === 'string'
+const isInstantOrNull = (value: unknown) => value === null || Number.isFinite(value)
+
+function isRecordTuple(value: unknown): value is RecordTuple {
+  if (!Array.isArray(value) || value.length !== 6) return false
+  const [appKey, revision, hash, inventoryJson, grantedRoles, windows] = value as unknown[]
+  return (
+    typeof appKey === 'string' &&
+    isStringOrNull(revision) &&
+    typeof hash === 'string' &&
+    typeof inventoryJson === 'string' &&
+    Array.isArray(grantedRoles) &&
+    grantedRoles.every((role) => typeof role === 'string') &&
+    Array.isArray(windows) &&
+    windows.every(
+      (window: unknown) =>
+        Array.isArray(window) &&
+        window.length === 3 &&
+        typeof window[0] === 'string' &&
+        isInstantOrNull(window[1]) &&
+        isInstantOrNull(window[2]),
+    )
+  )
 }

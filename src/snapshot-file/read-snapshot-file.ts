@@ -5,21 +5,36 @@ import type { Logger } from 'pino'
 import type { AppRecord } from '../snapshot/app-record.js'
 import { assembleSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
-import { decodeHeader, decodeRecordLine, SnapshotFileProblem } from './file-format.js'
+import {
+  CHECKSUM_LINE_BYTES,
+  checkHeader,
+  checksumOf,
+  decodeConfirmation,
+  decodeHeaderLine,
+  decodeRecordLine,
+  SnapshotFileProblem,
+} from './file-format.js'
 
 /** Bytes hashed, and lines read, between two yields: each piece a few milliseconds. */
 const HASH_CHUNK_BYTES = 4 * 1024 * 1024
 const LINES_PER_PIECE = 500
 
+/** What a file holds: its snapshot, and when that was last found equal to the database's. */
+export interface StoredSnapshot {
+  readonly snapshot: Snapshot
+  /** From the file's confirmation; never earlier than the snapshot's loadedAt. */
+  readonly confirmedAt: Date
+}
+
 /**
  * The snapshot kept in `path`, or undefined: a missing file is an info line, one that cannot be
- * served (empty, truncated, altered, of another format or other migrations) one warn line naming
- * the file and why. Never throws: no file stops a start.
+ * served (empty, truncated, altered, of another format or other migrations, a field of the wrong
+ * type or out of range) one warn line naming the file and why. Never throws: no file stops a start.
  */
 export async function readSnapshotFile(
   path: string,
   context: { readonly migrations: readonly string[]; readonly logger: Logger },
-): Promise<Snapshot | undefined> {
+): Promise<StoredSnapshot | undefined> {
   const { logger } = context
   let file: Buffer
   try {
@@ -36,40 +51,67 @@ export async function readSnapshotFile(
     return undefined
   }
   try {
-    const snapshot = await decodeSnapshotFile(file, context.migrations)
+    const stored = await decodeSnapshotFile(file, context.migrations)
     logger.info(
-      { file: path, apps: snapshot.appKeys.length, loadedAt: snapshot.loadedAt },
+      {
+        file: path,
+        apps: stored.snapshot.appKeys.length,
+        loadedAt: stored.snapshot.loadedAt,
+        confirmedAt: stored.confirmedAt,
+      },
       'snapshot file read',
     )
-    return snapshot
+    return stored
   } catch (error) {
-    if (!(error instanceof SnapshotFileProblem)) throw error
+    // Whatever a file holds, it is a reason not to serve it, never a failed start.
+    const reason =
+      error instanceof SnapshotFileProblem
+        ? error.message
+        : `it cannot be decoded (${(error as Error).message})`
     logger.warn(
-      { file: path, reason: error.message },
-      `the snapshot file is not used: ${error.message}; starting as without one`,
+      { file: path, reason },
+      `the snapshot file is not used: ${reason}; starting as without one`,
     )
     return undefined
   }
 }
 
-async function decodeSnapshotFile(file: Buffer, migrations: readonly string[]): Promise<Snapshot> {
-  const { header, bodyStart } = decodeHeader(file)
+async function decodeSnapshotFile(
+  file: Buffer,
+  migrations: readonly string[],
+): Promise<StoredSnapshot> {
+  const nowMs = Date.now()
+  const { fields, bodyStart } = decodeHeaderLine(file)
+  // The header's line, the content it claims (checked below, once the checksum holds), a
+  // confirmation line of at least `{}` and its newline, the checksum's line.
+  const claimedBytes = Number.isSafeInteger(fields.bytes) ? (fields.bytes as number) : 0
+  const leastLength = bodyStart + claimedBytes + 3 + CHECKSUM_LINE_BYTES
+  if (file.length < leastLength) {
+    throw new SnapshotFileProblem(
+      `it is truncated (${file.length} of at least ${leastLength} bytes)`,
+    )
+  }
+  const hash = createHash('sha256')
+  const hashedEnd = file.length - CHECKSUM_LINE_BYTES
+  for (let start = 0; start < hashedEnd; start += HASH_CHUNK_BYTES) {
+    hash.update(file.subarray(start, Math.min(start + HASH_CHUNK_BYTES, hashedEnd)))
+    await yieldToEventLoop()
+  }
+  if (hash.digest('base64url') !== checksumOf(file) || file[file.length - 1] !== 0x0a) {
+    throw new SnapshotFileProblem('it was altered or cut short (its checksum does not match)')
+  }
+  // Whole as written: what is checked now is what the writer wrote.
+  const header = checkHeader(fields, nowMs)
+  const bodyEnd = bodyStart + header.bytes
+  const { confirmedAt } = decodeConfirmation(file, bodyEnd, header, nowMs)
   if (header.migrations.join('\n') !== migrations.join('\n')) {
     throw new SnapshotFileProblem(
       `it was read under other migrations (${header.migrations.length} in it, ${migrations.length} here)`,
     )
   }
-  const body = file.subarray(bodyStart)
-  if (body.length < header.bytes) {
-    throw new SnapshotFileProblem(`it is truncated (${body.length} of ${header.bytes} bytes)`)
-  }
-  const hash = createHash('sha256')
-  for (let start = 0; start < body.length; start += HASH_CHUNK_BYTES) {
-    hash.update(body.subarray(start, start + HASH_CHUNK_BYTES))
-    await yieldToEventLoop()
-  }
-  if (body.length !== header.bytes || hash.digest('base64url') !== header.sha256) {
-    throw new SnapshotFileProblem('it was altered (its checksum does not match)')
+  const body = file.subarray(bodyStart, bodyEnd)
+  if (body.length > 0 && body[body.length - 1] !== 0x0a) {
+    throw new SnapshotFileProblem('its content does not end where its header says')
   }
   const records: AppRecord[] = []
   for (let start = 0; start < body.length; ) {
@@ -81,8 +123,9 @@ async function decodeSnapshotFile(file: Buffer, migrations: readonly string[]): 
   if (records.length !== header.apps) {
     throw new SnapshotFileProblem(`it holds ${records.length} apps, its header says ${header.apps}`)
   }
-  return assembleSnapshot(records, {
+  const snapshot = assembleSnapshot(records, {
     loadedAt: new Date(header.loadedAt),
     ...(header.dataset === null ? {} : { dataset: header.dataset }),
   })
+  return { snapshot, confirmedAt: new Date(confirmedAt) }
 }

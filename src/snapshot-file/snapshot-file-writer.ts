@@ -1,12 +1,14 @@
-import { createHash } from 'node:crypto'
-import { mkdir, open, rename, rm } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { createHash, type Hash, randomBytes } from 'node:crypto'
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
 import { datasetOf, recordsOf } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
 import {
+  encodeChecksumLine,
+  encodeConfirmationLine,
   encodeHeaderLine,
   encodeRecordLine,
   FILE_FORMAT,
@@ -15,7 +17,7 @@ import {
 
 export interface SnapshotFileWriterOptions {
   readonly path: string
-  readonly snapshots: Pick<SnapshotSource, 'onSwap' | 'origin'>
+  readonly snapshots: Pick<SnapshotSource, 'onSwap' | 'origin' | 'current' | 'confirmedAt'>
   /** `name sha256` of each migration this service applies (file-format.ts). */
   readonly migrations: readonly string[]
   /** package.json's version, named in the file. */
@@ -24,40 +26,63 @@ export interface SnapshotFileWriterOptions {
   readonly metrics: Metrics
   /** Least time between two writes; a burst of reloads is written once it settles. */
   readonly minIntervalMs?: number
+  /** How often a newer confirmation of unchanged data is recorded; CONFIRM_INTERVAL_MS. */
+  readonly confirmIntervalMs?: number
 }
 
 export interface SnapshotFileWriter {
-  /** Writes what is still to be written, then stops. */
+  /** Writes what is still to be written, its latest confirmation too, then stops. */
   close(): Promise<void>
 }
 
 /** About once a second at most (README, SNAPSHOT_FILE): a few milliseconds of work each time. */
 const MIN_INTERVAL_MS = 1_000
+/**
+ * The contract's "at least once a minute": the file's confirmation is then never more than a
+ * minute (and a check, a second) behind the instance's. Each costs a rewrite of the file, its
+ * content as held in memory, not encoded nor hashed again (docs/operations.md, "The snapshot file").
+ */
+const CONFIRM_INTERVAL_MS = 60_000
 /** Records hashed between two yields, and buffers per write call (within IOV_MAX). */
 const RECORDS_PER_PIECE = 500
 
+/** What the file holds: its snapshot, the bytes before the confirmation, their hash (not digested). */
+interface WrittenContent {
+  readonly snapshot: Snapshot
+  readonly parts: readonly Buffer[]
+  readonly hashed: Hash
+  readonly confirmedAtMs: number
+}
+
 /**
- * Writes each snapshot read from the database to the file, replacing it atomically: written
- * beside it, flushed, renamed over it, the folder flushed, so that a process killed at any
- * moment leaves the previous file or the new one, whole. A window opening or closing changes no
- * data, so its snapshot is not written again.
+ * Writes each snapshot read from the database to the file, and, while it does not change, its
+ * newer confirmations, replacing the file atomically each time: written beside it under a name of
+ * its own (created afresh, never through a link), flushed, renamed over it, the folder flushed,
+ * so that a process killed at any moment leaves the previous file or the new one, whole. What a
+ * killed process left beside it is removed first. A window opening or closing changes no data.
  */
 export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): SnapshotFileWriter {
-  const { path, logger, metrics } = options
+  const { path, logger, metrics, snapshots } = options
   const minIntervalMs = options.minIntervalMs ?? MIN_INTERVAL_MS
   let wanted: Snapshot | undefined
-  let written: Snapshot | undefined
+  let written: WrittenContent | undefined
   let writing: Promise<void> | undefined
   let timer: NodeJS.Timeout | undefined
   let lastWriteAt = Number.NEGATIVE_INFINITY
   let closed = false
+  const cleaned = removeStaleTemporaryFiles(path, logger)
 
-  const unsubscribe = options.snapshots.onSwap((snapshot) => {
+  const unsubscribe = snapshots.onSwap((snapshot) => {
     // The file's own snapshot, served while the database is away, is in the file already.
-    if (options.snapshots.origin() !== 'database') return
+    if (snapshots.origin() !== 'database') return
     wanted = snapshot
     schedule()
   })
+  // The snapshot in service: a newer confirmation of it, or its content if a write of it failed.
+  const confirming = setInterval(() => {
+    wanted ??= snapshots.current()
+    schedule()
+  }, options.confirmIntervalMs ?? CONFIRM_INTERVAL_MS)
 
   function schedule(): void {
     if (closed || writing !== undefined || timer !== undefined || wanted === undefined) return
@@ -66,27 +91,53 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
 
   function writeWanted(): void {
     timer = undefined
-    const snapshot = wanted
+    const next = wanted
     wanted = undefined
-    if (snapshot === undefined || isWritten(snapshot)) return
-    writing = writeSnapshot(snapshot).finally(() => {
+    const write = next === undefined ? undefined : writeIfNew(next)
+    if (write === undefined) return
+    writing = write.finally(() => {
       writing = undefined
       lastWriteAt = Date.now()
       schedule()
     })
   }
 
-  /** Its data are in the file: the same read (a window's instant makes a snapshot of no new data). */
-  function isWritten(snapshot: Snapshot): boolean {
-    return snapshot.loadedAt.getTime() === written?.loadedAt.getTime()
+  /** The write `snapshot` needs: its content, or a newer confirmation of it; none when neither. */
+  function writeIfNew(snapshot: Snapshot): Promise<void> | undefined {
+    if (snapshots.origin() !== 'database') return undefined
+    const inService = snapshots.current()?.loadedAt.getTime() === snapshot.loadedAt.getTime()
+    const confirmedAtMs = Math.max(
+      snapshot.loadedAt.getTime(),
+      (inService && snapshots.confirmedAt()?.getTime()) || 0,
+    )
+    const content = isWritten(snapshot) ? written : undefined
+    if (content !== undefined && confirmedAtMs <= content.confirmedAtMs) return undefined
+    return writeFile(snapshot, content, confirmedAtMs)
   }
 
-  async function writeSnapshot(snapshot: Snapshot): Promise<void> {
-    const temporary = `${path}.${process.pid}.tmp`
+  /** Its data are in the file: the same read (a window's instant makes a snapshot of no new data). */
+  function isWritten(snapshot: Snapshot): boolean {
+    return snapshot.loadedAt.getTime() === written?.snapshot.loadedAt.getTime()
+  }
+
+  async function writeFile(
+    snapshot: Snapshot,
+    content: WrittenContent | undefined,
+    confirmedAtMs: number,
+  ): Promise<void> {
+    await cleaned
+    const temporary = `${path}.${randomBytes(TEMPORARY_ID_BYTES).toString('hex')}.tmp`
     try {
-      const lines = await encodeSnapshot(snapshot)
+      const { parts, hashed } = content ?? (await encodeContent(snapshot))
+      const hash = hashed.copy()
+      const confirmation = encodeConfirmationLine({
+        confirmedAt: new Date(confirmedAtMs).toISOString(),
+      })
+      hash.update(confirmation)
+      const lines = [...parts, confirmation, encodeChecksumLine(hash)]
       await mkdir(dirname(path), { recursive: true })
-      const file = await open(temporary, 'w', 0o600)
+      // 'wx': created here and now; a file or a link already at the name fails the write.
+      const file = await open(temporary, 'wx', 0o600)
       try {
         for (let start = 0; start < lines.length; start += RECORDS_PER_PIECE) {
           await file.writev(lines.slice(start, start + RECORDS_PER_PIECE))
@@ -102,9 +153,12 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       } finally {
         await folder.close()
       }
-      written = snapshot
+      written = { snapshot, parts, hashed, confirmedAtMs }
       metrics.snapshotFileWrites.inc({ result: 'success' })
-      logger.debug({ file: path, apps: snapshot.appKeys.length }, 'snapshot file written')
+      logger.debug(
+        { file: path, apps: snapshot.appKeys.length, contentWritten: content === undefined },
+        'snapshot file written',
+      )
     } catch (error) {
       metrics.snapshotFileWrites.inc({ result: 'error' })
       logger.warn({ file: path, err: error }, 'cannot write the snapshot file; serving on')
@@ -112,21 +166,20 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
     }
   }
 
-  /** The file's bytes, as buffers: the header, then each app's line (its content not copied). */
-  async function encodeSnapshot(snapshot: Snapshot): Promise<Buffer[]> {
+  /** The header and each app's line (its content not copied), and their hash. */
+  async function encodeContent(
+    snapshot: Snapshot,
+  ): Promise<{ parts: readonly Buffer[]; hashed: Hash }> {
     const records = recordsOf(snapshot)
     const body: Buffer[] = []
-    const hash = createHash('sha256')
     let bytes = 0
     for (const appKey of snapshot.appKeys) {
       const record = records.get(appKey)
       if (record === undefined) continue
       for (const part of encodeRecordLine(record)) {
         body.push(part)
-        hash.update(part)
         bytes += part.length
       }
-      if (body.length % (3 * RECORDS_PER_PIECE) === 0) await yieldToEventLoop()
     }
     const header = encodeHeaderLine({
       format: FILE_FORMAT,
@@ -137,21 +190,58 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       loadedAt: snapshot.loadedAt.toISOString(),
       apps: snapshot.appKeys.length,
       bytes,
-      sha256: hash.digest('base64url'),
     })
-    return [header, ...body]
+    const hashed = createHash('sha256').update(header)
+    for (let start = 0; start < body.length; start += 3 * RECORDS_PER_PIECE) {
+      for (const part of body.slice(start, start + 3 * RECORDS_PER_PIECE)) hashed.update(part)
+      await yieldToEventLoop()
+    }
+    return { parts: [header, ...body], hashed }
   }
 
   return {
     async close() {
       closed = true
       unsubscribe()
+      clearInterval(confirming)
       clearTimeout(timer)
       timer = undefined
       await writing
-      const last = wanted
+      const last = wanted ?? snapshots.current()
       wanted = undefined
-      if (last !== undefined && !isWritten(last)) await writeSnapshot(last)
+      if (last !== undefined) await writeIfNew(last)
     },
+  }
+}
+
+/** Random bytes naming a temporary file: no two writes, of this process or another, share one. */
+const TEMPORARY_ID_BYTES = 8
+
+/** `snapshot.<16 hex digits>.tmp` beside a file named `snapshot`. */
+function isTemporaryName(name: string, fileName: string): boolean {
+  const id = name.slice(fileName.length + 1, -'.tmp'.length)
+  return (
+    name.startsWith(`${fileName}.`) &&
+    name.endsWith('.tmp') &&
+    new RegExp(`^[0-9a-f]{${2 * TEMPORARY_ID_BYTES}}$`).test(id)
+  )
+}
+
+/**
+ * What a write killed midway left beside the file. Each instance writes its own file (the
+ * contract), so no other process is writing one of these meanwhile.
+ */
+async function removeStaleTemporaryFiles(path: string, logger: Logger): Promise<void> {
+  const folder = dirname(path)
+  const fileName = basename(path)
+  try {
+    const stale = (await readdir(folder)).filter((name) => isTemporaryName(name, fileName))
+    // rm removes a link itself, never what it points to.
+    await Promise.all(stale.map((name) => rm(join(folder, name), { force: true })))
+    if (stale.length > 0)
+      logger.info({ file: path, removed: stale }, 'removed what an interrupted write left behind')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+    logger.warn({ file: path, err: error }, 'cannot remove what an interrupted write left behind')
   }
 }

@@ -26,7 +26,8 @@ export interface ContentItem extends Omit<MenuItemRow, 'id' | 'appKey' | 'parent
 /*
  * The JSON is arrays, not objects: a fifth of the bytes, and the snapshot holds thousands of
  * apps. Positions in them are named by the tuples below; changing them changes every app's hash,
- * so the snapshot file's format number (snapshot-file/format.ts) moves with them.
+ * so the snapshot file's format version (snapshot-file/file-format.ts) moves with them:
+ * test/snapshot-file/file-layout.test.ts fails until it does.
  */
 type AppTuple = [
   appKey: string,

@@ -88,6 +88,11 @@ export interface SnapshotSource {
   notReadyReason(): string
   /** Seconds since the snapshot in service was last known to match the database; null before the first load. */
   snapshotAgeSeconds(): number | null
+  /**
+   * When the snapshot in service was last known to match the database (its periodic check; for
+   * the file's, the file's confirmation), never before its loadedAt; undefined before the first load.
+   */
+  confirmedAt(): Date | undefined
   /** Called after every swap to a new snapshot; returns an unsubscribe function. */
   onSwap(listener: (snapshot: Snapshot) => void): () => void
 }

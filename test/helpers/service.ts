@@ -141,6 +141,8 @@ export interface TestServiceOptions {
   readonly drainDeadlineMs?: number
   /** API requests taken at once (the adaptive limit by default): a test holds its slots. */
   readonly concurrencyLimit?: ConcurrencyLimit
+  /** How often the snapshot file records a newer confirmation (a minute by default). */
+  readonly snapshotFileConfirmIntervalMs?: number
 }
 
 /**
@@ -173,6 +175,7 @@ export async function startTestService(
     metrics: createMetrics({ defaultMetrics: options.defaultMetrics ?? false }),
     drainDeadlineMs: options.drainDeadlineMs,
     concurrencyLimit: options.concurrencyLimit,
+    snapshotFileConfirmIntervalMs: options.snapshotFileConfirmIntervalMs,
   })
   t.teardown(() => service.close())
   if (options.waitForSnapshot ?? true) {

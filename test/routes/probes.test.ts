@@ -30,7 +30,7 @@ t.test('/healthz and /readyz once the snapshot is loaded', async (t) => {
   const body = ready.json<{ status: string; snapshot: Record<string, unknown> }>()
   t.same(Object.keys(body), ['status', 'snapshot'])
   t.equal(body.status, 'ready')
-  t.same(Object.keys(body.snapshot), ['version', 'loadedAt', 'apps', 'source'])
+  t.same(Object.keys(body.snapshot), ['version', 'loadedAt', 'confirmedAt', 'apps', 'source'])
   t.equal(body.snapshot.source, 'database', 'read from the database (no SNAPSHOT_FILE)')
   t.equal(body.snapshot.version, service.feed.current()?.version)
   t.type(body.snapshot.version, 'string')
@@ -38,6 +38,9 @@ t.test('/healthz and /readyz once the snapshot is loaded', async (t) => {
   const loadedAt = String(body.snapshot.loadedAt)
   t.equal(new Date(loadedAt).toISOString(), loadedAt, 'an ISO timestamp')
   t.ok(Date.parse(loadedAt) <= Date.now())
+  const confirmedAt = String(body.snapshot.confirmedAt)
+  t.equal(new Date(confirmedAt).toISOString(), confirmedAt, 'confirmedAt: an ISO timestamp')
+  t.ok(Date.parse(confirmedAt) >= Date.parse(loadedAt), 'never before loadedAt')
   const withGarbageAuth = await httpRequest(url, '/readyz', {
     headers: { authorization: 'Bearer garbage' },
   })
@@ -116,6 +119,19 @@ t.test(
     t.pass('the feed reports that it is not listening')
   },
 )
+
+t.test('/readyz: with quiet data, confirmedAt moves with each check, loadedAt stays', async (t) => {
+  const { url } = await startTestService(t, { logs, db: await createSeededDatabase(t) })
+  type Times = { loadedAt: string; confirmedAt: string }
+  const times = async () => (await httpRequest(url, '/readyz')).json<{ snapshot: Times }>().snapshot
+  const first = await times()
+  let later = first
+  await waitFor(async () => {
+    later = await times()
+    return Date.parse(later.confirmedAt) > Date.parse(first.confirmedAt)
+  }, 'a newer confirmation')
+  t.equal(later.loadedAt, first.loadedAt, 'the data read at the same time')
+})
 
 t.test('/readyz does not depend on the identity provider', async (t) => {
   const provider = await startJwksServer(t)

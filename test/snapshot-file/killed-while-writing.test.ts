@@ -1,10 +1,11 @@
 /**
  * The file is replaced atomically: the real process, SIGKILLed in the middle of writing its
  * snapshot file and just after, over and over while commits stream in, always leaves a whole
- * file, the previous one or the new one, never a mix; started again with the database refusing,
- * it is ready on that file.
+ * file, the previous one or the new one, never a mix; what a killed write left beside it is gone
+ * once the next start is under way; started again with the database refusing, it is ready on
+ * that file.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
@@ -37,6 +38,15 @@ t.teardown(() => rm(dir, { recursive: true, force: true }))
 const file = join(dir, 'snapshot')
 const migrations = (await readMigrationFiles()).map((each) => `${each.name} ${each.checksum}`)
 const silent = pino({ level: 'silent' })
+/** A write's file beside the snapshot: `snapshot.<16 hex digits>.tmp`. */
+const TEMPORARY = /^snapshot\.[0-9a-f]{16}\.tmp$/
+const temporaryFiles = async () => (await readdir(dir)).filter((name) => TEMPORARY.test(name))
+/** What the kills left behind, which the next start removes. */
+const leftBehind = new Set<string>()
+const noneLeftBehind = async () => {
+  const names = new Set(await readdir(dir))
+  return [...leftBehind].every((name) => !names.has(name))
+}
 
 function startInstance(databaseUrl: string) {
   return findFreePort().then((port) => ({
@@ -65,6 +75,7 @@ t.test('killed in the middle of a write, or just after: a whole file each time',
   for (let round = 1; round <= ROUNDS; round += 1) {
     const instance = await startInstance(db.url)
     await waitFor(async () => (await readyOn(instance.url)) !== undefined, 'ready', 60_000)
+    await waitFor(noneLeftBehind, 'what the last kill left behind removed')
     // A file to replace: the first start writes one once it is ready.
     let before = await readSnapshotFile(file, { migrations, logger: silent })
     await waitFor(async () => {
@@ -82,13 +93,13 @@ t.test('killed in the middle of a write, or just after: a whole file each time',
         await db.sql`update shell.apps set name = ${name} where app_key = 'crm'`
       }
     })()
-    const midWrite = round % 2 === 1
+    // The last round is killed mid-write, for the start after it.
+    const midWrite = round % 2 === 0
     await waitFor(
       async () => {
-        const names = await readdir(dir)
-        if (midWrite) return names.includes(`snapshot.${instance.process.child.pid}.tmp`)
+        if (midWrite) return (await temporaryFiles()).length > 0
         const now = await readSnapshotFile(file, { migrations, logger: silent })
-        return now !== undefined && now.version !== before?.version
+        return now !== undefined && now.snapshot.version !== before?.snapshot.version
       },
       midWrite ? 'a write under way' : 'a new file in place',
       30_000,
@@ -97,10 +108,11 @@ t.test('killed in the middle of a write, or just after: a whole file each time',
     await instance.process.exited
     streaming = false
     await stream
+    for (const name of await temporaryFiles()) leftBehind.add(name)
 
     const after = await readSnapshotFile(file, { migrations, logger: silent })
     t.ok(after, `round ${round} (${midWrite ? 'mid-write' : 'just after'}): a whole file`)
-    const name = after === undefined ? undefined : crmName(after)
+    const name = after === undefined ? undefined : crmName(after.snapshot)
     t.ok(
       name !== undefined && [...committed, 'CRM'].includes(name),
       `of a committed state (${name})`,
@@ -111,12 +123,25 @@ t.test('killed in the middle of a write, or just after: a whole file each time',
 t.test('started with the database refusing, ready on the last whole file', async (t) => {
   const kept = await readSnapshotFile(file, { migrations, logger: silent })
   if (kept === undefined) throw new Error('no whole file')
+  t.ok(leftBehind.size > 0, `the kills mid-write left ${leftBehind.size} files behind`)
+  // And one that is a link, to a file that must survive its removal.
+  const victim = join(dir, 'not-the-service-s')
+  await writeFile(victim, 'kept')
+  const link = 'snapshot.0123456789abcdef.tmp'
+  await symlink(victim, join(dir, link))
+  leftBehind.add(link)
   const closedPort = await findFreePort()
   const instance = await startInstance(db.url.replace(/:\d+\//, `:${closedPort}/`))
   await waitFor(async () => (await readyOn(instance.url)) !== undefined, 'ready', 60_000)
   t.equal((await readyOn(instance.url))?.snapshot.source, 'file')
   const readiness = await httpRequest(instance.url, '/readyz')
-  t.equal(readiness.json<{ snapshot: { version: string } }>().snapshot.version, kept.version)
+  t.equal(
+    readiness.json<{ snapshot: { version: string } }>().snapshot.version,
+    kept.snapshot.version,
+  )
+  await waitFor(noneLeftBehind, 'what the kills left behind removed')
+  t.same(await temporaryFiles(), [], 'nothing beside the file')
+  t.equal(await readFile(victim, 'utf8'), 'kept', "a link's target untouched")
   instance.process.child.kill('SIGTERM')
   await instance.process.exited
 })

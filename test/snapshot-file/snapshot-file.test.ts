@@ -1,14 +1,18 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
+import { createServedSnapshot } from '../../src/feed/served-snapshot.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { assembleSnapshot, buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot, SnapshotOrigin } from '../../src/snapshot/types.js'
+import { FILE_FORMAT_VERSION } from '../../src/snapshot-file/file-format.js'
 import { readSnapshotFile } from '../../src/snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from '../../src/snapshot-file/snapshot-file-writer.js'
 import { readMetric } from '../helpers/metrics.js'
+import { sealed, splitFile } from '../helpers/snapshot-file.js'
 import { waitFor } from '../helpers/wait.js'
 import {
   appRow,
@@ -71,7 +75,12 @@ function richSnapshot(crmLabel = 'Leads'): Snapshot {
 /** A writer on a folder of its own, fed by hand as the feed would feed it. */
 async function startWriter(
   t: Test,
-  options: { minIntervalMs?: number; file?: string; logger?: pino.Logger } = {},
+  options: {
+    minIntervalMs?: number
+    confirmIntervalMs?: number
+    file?: string
+    logger?: pino.Logger
+  } = {},
 ) {
   const dir = await mkdtemp(join(tmpdir(), 'shell-data-snapshot-file-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -79,6 +88,8 @@ async function startWriter(
   const metrics = createMetrics({ defaultMetrics: false })
   const listeners = new Set<(snapshot: Snapshot) => void>()
   let origin: SnapshotOrigin = 'database'
+  let current: Snapshot | undefined
+  let confirmedAt: Date | undefined
   const writer = startSnapshotFileWriter({
     path,
     snapshots: {
@@ -87,19 +98,28 @@ async function startWriter(
         return () => listeners.delete(listener)
       },
       origin: () => origin,
+      current: () => current,
+      confirmedAt: () => confirmedAt,
     },
     migrations: MIGRATIONS,
     serviceVersion: '9.9.9',
     logger: options.logger ?? pino({ level: 'silent' }),
     metrics,
     minIntervalMs: options.minIntervalMs ?? 0,
+    confirmIntervalMs: options.confirmIntervalMs ?? 60_000,
   })
   t.teardown(() => writer.close())
   const swap = (snapshot: Snapshot, from: SnapshotOrigin = 'database') => {
     origin = from
+    current = snapshot
+    confirmedAt = snapshot.loadedAt
     for (const listener of listeners) listener(snapshot)
   }
-  return { dir, path, metrics, swap, writer }
+  /** The feed's check found the data unchanged at `at`. */
+  const confirm = (at: Date) => {
+    confirmedAt = at
+  }
+  return { dir, path, metrics, swap, confirm, writer }
 }
 
 const writesOf = (metrics: Metrics, result: 'success' | 'error' = 'success') =>
@@ -107,6 +127,13 @@ const writesOf = (metrics: Metrics, result: 'success' | 'error' = 'success') =>
 
 const read = (path: string, logger = pino({ level: 'silent' })) =>
   readSnapshotFile(path, { migrations: MIGRATIONS, logger })
+
+/** The snapshot a file holds; throws when it holds none. */
+async function readBack(path: string): Promise<Snapshot> {
+  const stored = await read(path)
+  if (stored === undefined) throw new Error('the file was not read')
+  return stored.snapshot
+}
 
 t.test('a snapshot written and read back answers with the same bytes and tags', async (t) => {
   const { dir, path, metrics, swap } = await startWriter(t)
@@ -116,8 +143,7 @@ t.test('a snapshot written and read back answers with the same bytes and tags', 
   t.same(await readdir(dir), ['snapshot'], 'nothing but the file is left beside it')
   t.equal((await stat(path)).mode & 0o777, 0o600, 'readable by the service alone')
 
-  const back = await read(path)
-  if (back === undefined) throw new Error('the file was not read')
+  const back = await readBack(path)
   t.equal(back.version, written.version)
   t.same(back.appKeys, written.appKeys)
   t.equal(back.appsInventory.tag, written.appsInventory.tag)
@@ -139,21 +165,36 @@ t.test('a snapshot written and read back answers with the same bytes and tags', 
   }
 })
 
-t.test('the header names the format, the service, the migrations and a checksum', async (t) => {
-  const { path, metrics, swap } = await startWriter(t)
-  swap(richSnapshot())
-  await waitFor(async () => (await writesOf(metrics)) === 1, 'the write')
-  const [headerLine = ''] = (await readFile(path, 'utf8')).split('\n')
-  t.match(JSON.parse(headerLine), {
-    format: 'shell-data snapshot',
-    version: 1,
-    service: '9.9.9',
-    migrations: MIGRATIONS,
-    dataset: 'dataset-1',
-    apps: 2,
-    sha256: /^[A-Za-z0-9_-]{43}$/,
-  })
-})
+t.test(
+  'the file names its format, service, migrations, times, and ends with a checksum of it all',
+  async (t) => {
+    const { path, metrics, swap } = await startWriter(t)
+    const snapshot = richSnapshot()
+    swap(snapshot)
+    await waitFor(async () => (await writesOf(metrics)) === 1, 'the write')
+    const file = await readFile(path)
+    const parts = splitFile(file)
+    t.match(JSON.parse(parts.header.toString()), {
+      format: 'shell-data snapshot',
+      version: FILE_FORMAT_VERSION,
+      service: '9.9.9',
+      migrations: MIGRATIONS,
+      dataset: 'dataset-1',
+      loadedAt: snapshot.loadedAt.toISOString(),
+      apps: 2,
+      bytes: parts.body.length,
+    })
+    t.same(JSON.parse(parts.confirmation.toString()), {
+      confirmedAt: snapshot.loadedAt.toISOString(),
+    })
+    const everythingBefore = file.subarray(0, file.length - 44)
+    t.equal(
+      parts.checksum.toString(),
+      `${createHash('sha256').update(everythingBefore).digest('base64url')}\n`,
+      'the last line: the SHA-256 of every byte before it, header included',
+    )
+  },
+)
 
 t.test('a burst of snapshots is written at most once an interval, the last one last', async (t) => {
   const { path, metrics, swap } = await startWriter(t, { minIntervalMs: 300 })
@@ -168,7 +209,7 @@ t.test('a burst of snapshots is written at most once an interval, the last one l
   }
   await waitFor(async () => {
     const back = await read(path)
-    return back?.version === previous?.version
+    return back?.snapshot.version === previous?.version
   }, 'the last snapshot in the file')
   const writes = await writesOf(metrics)
   t.ok(writes >= 1 && writes <= 2, `ten snapshots in a burst, ${writes} writes`)
@@ -198,39 +239,99 @@ t.test('the file it served from is not written again, nor a window that opened',
   t.ok(await read(path), 'and readable')
 })
 
-t.test('a write that fails is counted and said, and nothing else happens', async (t) => {
-  const { logger, lines } = recordingLogger()
-  // Its folder cannot be made: a file stands where it would be.
-  const { dir, metrics, swap } = await startWriter(t, { file: 'a-file/snapshot', logger })
-  await writeFile(join(dir, 'a-file'), 'not a folder')
-  swap(richSnapshot())
-  await waitFor(async () => (await writesOf(metrics, 'error')) === 1, 'the failed write')
-  t.match(lines, [{ level: 40, msg: /cannot write the snapshot file/ }])
-  t.same(await readdir(dir), ['a-file'], 'nothing left behind')
-})
+t.test(
+  'a write that fails is counted and said, and tried again at the next confirmation',
+  async (t) => {
+    const { logger, lines } = recordingLogger()
+    // Its folder cannot be made: a file stands where it would be.
+    const { dir, metrics, swap } = await startWriter(t, {
+      file: 'a-file/snapshot',
+      logger,
+      confirmIntervalMs: 20,
+    })
+    await writeFile(join(dir, 'a-file'), 'not a folder')
+    swap(richSnapshot())
+    await waitFor(async () => (await writesOf(metrics, 'error')) >= 1, 'the failed write')
+    t.match(lines[0], { level: 40, msg: /cannot write the snapshot file/ })
+    t.same(await readdir(dir), ['a-file'], 'nothing left behind')
+    // The volume is writable again: the next confirmation's turn writes the content.
+    await rm(join(dir, 'a-file'))
+    await waitFor(async () => (await writesOf(metrics)) === 1, 'the write tried again')
+    t.ok(await read(join(dir, 'a-file/snapshot')), 'a whole file')
+  },
+)
 
 t.test('a file that cannot be served: one warn line naming it and why, no snapshot', async (t) => {
   const { path, metrics, swap, dir } = await startWriter(t)
   swap(richSnapshot())
   await waitFor(async () => (await writesOf(metrics)) === 1, 'the write')
   const good = await readFile(path)
-  const newline = good.indexOf(10)
-  const header = JSON.parse(good.subarray(0, newline).toString())
-  const withHeader = (fields: object) =>
-    Buffer.concat([Buffer.from(JSON.stringify({ ...header, ...fields })), good.subarray(newline)])
-  const altered = Buffer.from(good)
-  const middle = newline + Math.floor((good.length - newline) / 2)
-  altered.writeUInt8(altered.readUInt8(middle) ^ 0x01, middle)
+  const parts = splitFile(good)
+  const header = JSON.parse(parts.header.toString())
+  const confirmation = JSON.parse(parts.confirmation.toString())
+  const withHeader = (fields: object) => sealed({ ...header, ...fields }, parts.body, confirmation)
+  const withConfirmation = (fields: object) =>
+    sealed(header, parts.body, { ...confirmation, ...fields })
+  const flipped = (offset: number) => {
+    const altered = Buffer.from(good)
+    altered.writeUInt8(altered.readUInt8(offset) ^ 0x01, offset)
+    return altered
+  }
+  const headerEnd = parts.header.length
+  const inFuture = new Date(Date.now() + 24 * HOUR_MS).toISOString()
+  const monthAgo = new Date(Date.now() - 30 * 24 * HOUR_MS).toISOString()
 
   const cases: [string, Buffer, RegExp][] = [
     ['empty', Buffer.alloc(0), /empty/],
-    ['truncated', good.subarray(0, good.length - 100), /truncated/],
-    ['cut inside its header', good.subarray(0, newline - 10), /not a snapshot file/],
-    ['altered', altered, /altered/],
-    ['longer than its header says', Buffer.concat([good, Buffer.from('x\n')]), /altered/],
-    ['of another format version', withHeader({ version: 2 }), /format is version 2/],
+    ['truncated', good.subarray(0, good.length - 200), /truncated/],
+    ['without its checksum line', good.subarray(0, good.length - 44), /truncated/],
+    ['its checksum line cut short', good.subarray(0, good.length - 5), /altered or cut short/],
+    ['cut to its header line', good.subarray(0, headerEnd), /truncated/],
+    ['cut inside its header', good.subarray(0, headerEnd - 10), /not a snapshot file/],
+    ['a byte changed in its content', flipped(headerEnd + 20), /altered/],
+    ['a byte changed in its header', flipped(good.indexOf('9.9.9')), /altered/],
+    ['a byte changed in its loadedAt', flipped(good.indexOf('"loadedAt"') + 14), /altered/],
+    ['a byte changed in its confirmation', flipped(good.length - 50), /altered/],
+    ['a byte changed in its checksum', flipped(good.length - 2), /altered/],
+    ['longer than it says', Buffer.concat([good, Buffer.from('x\n')]), /altered/],
+    ['of another format version', withHeader({ version: 1 }), /format is version 1/],
     ['of other migrations', withHeader({ migrations: MIGRATIONS.slice(0, 1) }), /other migrations/],
     ['not a snapshot file', Buffer.from('{"hello":"world"}\n'), /not a snapshot file/],
+    ['a header that is a list', Buffer.from('["shell-data snapshot"]\n'), /not a snapshot file/],
+    ['migrations null', withHeader({ migrations: null }), /header's migrations is not a list/],
+    ['migrations a string', withHeader({ migrations: 'x' }), /header's migrations is not a list/],
+    ['migrations of numbers', withHeader({ migrations: [1, 2] }), /header's migrations is not/],
+    ['loadedAt garbage', withHeader({ loadedAt: 'garbage' }), /header's loadedAt is not a time/],
+    ['loadedAt a number', withHeader({ loadedAt: 12 }), /header's loadedAt is not a time/],
+    ['loadedAt in the future', withHeader({ loadedAt: inFuture }), /loadedAt lies in the future/],
+    ['service missing', withHeader({ service: undefined }), /header's service is not a string/],
+    ['dataset a number', withHeader({ dataset: 7 }), /header's dataset is not a string/],
+    ['apps a string', withHeader({ apps: '2' }), /header's apps is not a count/],
+    ['apps negative', withHeader({ apps: -1 }), /header's apps is not a count/],
+    ['bytes a fraction', withHeader({ bytes: 1.5 }), /header's bytes is not a count/],
+    ['apps one too many', withHeader({ apps: 3 }), /holds 2 apps, its header says 3/],
+    ['bytes one short', withHeader({ bytes: parts.body.length - 1 }), /does not end where/],
+    [
+      'confirmedAt garbage',
+      withConfirmation({ confirmedAt: 'garbage' }),
+      /confirmation's confirmedAt is not a time/,
+    ],
+    ['confirmedAt missing', sealed(header, parts.body, {}), /confirmedAt is not a time/],
+    ['confirmedAt in the future', withConfirmation({ confirmedAt: inFuture }), /in the future/],
+    [
+      'confirmedAt before loadedAt',
+      withConfirmation({ confirmedAt: monthAgo }),
+      /confirmedAt is earlier than its loadedAt/,
+    ],
+    [
+      'a line of another shape',
+      sealed(
+        header,
+        Buffer.from(parts.body.toString().replace('["crm",', '[12345,')),
+        confirmation,
+      ),
+      /a line of it is not what this service writes/,
+    ],
   ]
   for (const [what, bytes, reason] of cases) {
     const file = join(dir, what.replaceAll(' ', '-'))
@@ -245,4 +346,137 @@ t.test('a file that cannot be served: one warn line naming it and why, no snapsh
   const missing = join(dir, 'missing')
   t.equal(await read(missing, logger), undefined, 'a missing file: none')
   t.match(lines, [{ level: 30, file: missing, msg: /no snapshot file yet/ }], 'said at info')
+})
+
+t.test(
+  'a week of quiet data: every confirmation recorded, the file served a week on',
+  async (t) => {
+    const DAY_MS = 24 * HOUR_MS
+    const MAX_AGE_MS = 7 * DAY_MS
+    const { path, metrics, swap, confirm } = await startWriter(t, { confirmIntervalMs: 5 })
+    // Read eight days ago and unchanged since: the times lie in the past, the clock is real.
+    const loadedAt = Date.now() - 8 * DAY_MS
+    swap(buildSnapshot(richSnapshotRows('Leads'), { loadedAt: new Date(loadedAt), dataset: 'd' }))
+    const fileTimes = async () => {
+      const stored = await read(path)
+      return {
+        loadedAt: stored?.snapshot.loadedAt.getTime(),
+        confirmedAt: stored?.confirmedAt.getTime(),
+      }
+    }
+    await waitFor(async () => (await fileTimes()).confirmedAt === loadedAt, 'the first write')
+    const unconfirmed = await readFile(path)
+    // The feed confirms every second; here every six hours of the eight days, to a minute ago.
+    let confirmations = 0
+    for (let at = loadedAt + 6 * HOUR_MS; at < Date.now() - 60_000; at += 6 * HOUR_MS) {
+      confirm(new Date(at))
+      confirmations += 1
+      await waitFor(async () => (await fileTimes()).confirmedAt === at, `the confirmation at ${at}`)
+    }
+    const last = new Date(loadedAt + confirmations * 6 * HOUR_MS)
+    confirm(last)
+    await waitFor(async () => (await fileTimes()).confirmedAt === last.getTime(), 'the last one')
+    t.equal((await fileTimes()).loadedAt, loadedAt, 'loadedAt stays when the data were read')
+    t.ok((await writesOf(metrics)) >= confirmations + 1, 'each confirmation written')
+
+    const stored = await read(path)
+    if (stored === undefined) throw new Error('the file was not read')
+    const served = createServedSnapshot({
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      stored: { ...stored, maxAgeMs: MAX_AGE_MS },
+    })
+    t.teardown(() => served.close())
+    t.ok(served.serveStored(), 'served with its data eight days old and confirmed recently')
+    t.equal(served.origin(), 'file')
+
+    // The same file never confirmed after its first write: older than the bound.
+    await writeFile(path, unconfirmed)
+    const stale = await read(path)
+    if (stale === undefined) throw new Error('the file was not read')
+    const refused = createServedSnapshot({
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      stored: { ...stale, maxAgeMs: MAX_AGE_MS },
+    })
+    t.teardown(() => refused.close())
+    t.equal(refused.serveStored(), undefined, 'last confirmed eight days ago: not served')
+  },
+)
+
+t.test('what a killed write left beside the file is removed when the writer starts', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-stale-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const victim = join(dir, 'elsewhere')
+  await writeFile(victim, "not the service's")
+  await writeFile(join(dir, 'snapshot.0123456789abcdef.tmp'), 'half a file')
+  await symlink(victim, join(dir, 'snapshot.fedcba9876543210.tmp'))
+  // Not a write's file: another name, another file's.
+  await writeFile(join(dir, 'snapshot.notes'), 'kept')
+  await writeFile(join(dir, 'other.0123456789abcdef.tmp'), 'kept')
+  const { logger, lines } = recordingLogger()
+  const writer = startSnapshotFileWriter({
+    path: join(dir, 'snapshot'),
+    snapshots: {
+      onSwap: () => () => true,
+      origin: () => undefined,
+      current: () => undefined,
+      confirmedAt: () => undefined,
+    },
+    migrations: MIGRATIONS,
+    serviceVersion: '9.9.9',
+    logger,
+    metrics: createMetrics({ defaultMetrics: false }),
+  })
+  t.teardown(() => writer.close())
+  await waitFor(async () => (await readdir(dir)).length === 3, 'the stale files removed')
+  t.same((await readdir(dir)).sort(), ['elsewhere', 'other.0123456789abcdef.tmp', 'snapshot.notes'])
+  t.equal(await readFile(victim, 'utf8'), "not the service's", "a link's target untouched")
+  t.match(lines, [{ level: 30, msg: /interrupted write/ }], 'said at info')
+})
+
+t.test('the file being written is created afresh, never through a link at its name', async (t) => {
+  // The name a write takes is random; here it is known in advance, as an attacker would need.
+  const crypto = await import('node:crypto')
+  const { startSnapshotFileWriter: startPredictableWriter } = await t.mockImport<
+    typeof import('../../src/snapshot-file/snapshot-file-writer.js')
+  >('../../src/snapshot-file/snapshot-file-writer.js', {
+    'node:crypto': { ...crypto, randomBytes: () => Buffer.from('0123456789abcdef', 'hex') },
+  })
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-link-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const decoy = join(dir, 'snapshot.ffffffffffffffff.tmp')
+  await writeFile(decoy, 'stale')
+  const metrics = createMetrics({ defaultMetrics: false })
+  const listeners = new Set<(snapshot: Snapshot) => void>()
+  const snapshot = richSnapshot()
+  const writer = startPredictableWriter({
+    path: join(dir, 'snapshot'),
+    snapshots: {
+      onSwap: (listener) => {
+        listeners.add(listener)
+        return () => listeners.delete(listener)
+      },
+      origin: () => 'database',
+      current: () => snapshot,
+      confirmedAt: () => snapshot.loadedAt,
+    },
+    migrations: MIGRATIONS,
+    serviceVersion: '9.9.9',
+    logger: pino({ level: 'silent' }),
+    metrics,
+    minIntervalMs: 0,
+  })
+  t.teardown(() => writer.close())
+  await waitFor(
+    async () => !(await readdir(dir)).includes('snapshot.ffffffffffffffff.tmp'),
+    'the start',
+  )
+  const victim = join(dir, 'victim')
+  await writeFile(victim, "not the service's")
+  await symlink(victim, join(dir, 'snapshot.0123456789abcdef.tmp'))
+  for (const listener of listeners) listener(snapshot)
+  await waitFor(async () => (await writesOf(metrics, 'error')) === 1, 'the write refused')
+  t.equal(await readFile(victim, 'utf8'), "not the service's", 'nothing written through the link')
+  t.equal(await writesOf(metrics), 0, 'no file written')
 })
