@@ -18,7 +18,7 @@ export interface ShellMenuItem {
   readonly children: readonly ShellMenuItem[]
 }
 
-/** The body of `GET /api/v1/shell/{appKey}` (docs/api.md, "The API"). */
+/** The body of `GET /api/v1/shell/{appKey}` (docs/api.md, "Requests and answers"). */
 export interface Shell {
   readonly app: {
     readonly key: string
