@@ -10,30 +10,31 @@ import { PACKAGE_ROOT, runNode, spawnService } from '../helpers/service-process.
 import { waitFor } from '../helpers/wait.js'
 
 /**
- * The page of docs/client.md, the guide for front-end teams, as a reader
- * would try it: the service in local mode with the page's origin in
- * CORS_ORIGINS (started as `npm start` starts it, on a free port instead of
- * 8080), the page as the guide prints it served on another origin, a token
- * from `shell-data token`, and Chromium opening it; its sign-out, then a
- * reload, and a reload with the service stopped, which the guide says what
- * to expect of. And the guide's React example is the one the type check
- * compiles.
+ * The page of docs/frame.md, the front-end teams' guide to `<shell-frame>`,
+ * as a reader would try it: the service in local mode with the page's
+ * origin in CORS_ORIGINS (started as `npm start` starts it, on a free port
+ * instead of 8080), the page as the guide prints it served on another
+ * origin, a token from `shell-data token`, and Chromium opening it; its
+ * sign-out, then a reload, and a reload with the service stopped, which the
+ * guide says what to expect of. And the React example of docs/client.md is
+ * the one the type check compiles.
  */
 
 const chromium = await findChromium()
 const skip = 'skip' in chromium ? chromium.skip : false
 /** Where the guide's page expects the service. */
 const GUIDE_SERVICE = 'http://127.0.0.1:8080'
-/** The guide for front-end teams, which prints the page and the React example. */
+/** The guides for front-end teams: the element's prints the page, the client's the React example. */
+const FRAME_GUIDE = 'docs/frame.md'
 const CLIENT_GUIDE = 'docs/client.md'
 
 /** The first html block after the guide's "A page with the frame". */
 async function readExamplePage(): Promise<string> {
-  const guide = await readFile(join(PACKAGE_ROOT, CLIENT_GUIDE), 'utf8')
+  const guide = await readFile(join(PACKAGE_ROOT, FRAME_GUIDE), 'utf8')
   const section = guide.slice(guide.indexOf('## A page with the frame'))
   const page = /```html\n([\s\S]*?)```/.exec(section)?.[1]
   if (page === undefined)
-    throw new Error(`${CLIENT_GUIDE}: no html block under "A page with the frame"`)
+    throw new Error(`${FRAME_GUIDE}: no html block under "A page with the frame"`)
   return page
 }
 
