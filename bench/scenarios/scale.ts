@@ -13,7 +13,7 @@ import { readMetrics, sample } from '../read-metrics.js'
 import { passOrMiss, type Row, type Scenario } from '../scenario.js'
 
 const MB = 1024 * 1024
-/** The contract's "At scale" (README, "The snapshot at scale"), each the figure a row holds to. */
+/** The contract's "At scale" (docs/operations.md, "The snapshot at scale"), each the figure a row holds to. */
 const MAX_READY_WITHOUT_FILE_MS = 2_000
 const MAX_READY_WITH_FILE_MS = 1_000
 /** /healthz on a new connection every 20 ms: what a kubelet's probe sees, at worst. */

@@ -26,7 +26,7 @@ const STREAMS = 10_000
  * them must fit in 200 MB beside the snapshot.
  */
 const MAX_BYTES_PER_STREAM = 20 * 1024
-/** The README promises an event within a second of the commit, to every stream. */
+/** docs/api.md promises an event within a second of the commit, to every stream. */
 const MAX_P99_MS = 1_000
 /** Files besides the streams: database pools, the load generator's connections, probes. */
 const SPARE_FILES = 1_000

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose'
 import { hostInUrl } from '../config/host-address.js'
 
-/** The audience local tokens carry and local mode accepts (README, local mode). */
+/** The audience local tokens carry and local mode accepts (docs/api.md, "Trying it locally"). */
 export const LOCAL_AUDIENCE = 'shell-data'
 /** ES256: small tokens, fast to sign and verify, and asymmetric like a real provider's. */
 const ALGORITHM = 'ES256'

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `shell-data`: operator commands (README, commands); results on stdout, problems on stderr. */
+/** `shell-data`: operator commands (docs/operations.md, "The command line"); results on stdout, problems on stderr. */
 import pino from 'pino'
 import { loadConfig } from '../config/config.js'
 import { isEmbeddedPostgresInstalled } from '../embedded/embedded.js'

@@ -1,6 +1,6 @@
 /**
- * How long the client waits before it asks again (README, "For front-end
- * teams", the table of failures).
+ * How long the client waits before it asks again (docs/client.md, "When
+ * things fail").
  */
 
 /** Retries after a failure wait 1 s, 2 s, 4 s... up to 30 s, with jitter. */

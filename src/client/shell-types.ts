@@ -18,7 +18,7 @@ export interface ShellMenuItem {
   readonly children: readonly ShellMenuItem[]
 }
 
-/** The body of `GET /api/v1/shell/{appKey}` (README, "HTTP API"). */
+/** The body of `GET /api/v1/shell/{appKey}` (docs/api.md, "Requests and answers"). */
 export interface Shell {
   readonly app: {
     readonly key: string
@@ -114,7 +114,7 @@ export interface ShellClientOptions {
   readonly baseUrl?: string
   /** Sent as Accept-Language, in this order. Default: `navigator.languages`. */
   readonly locales?: readonly string[]
-  /** Where the last shell is kept. Default: `localStorage` when there is one; null keeps nothing. */
+  /** Where the last shell is stored. Default: `localStorage` when there is one; null stores nothing. */
   readonly storage?: ShellStorage | null
   /** Follow the event stream. Default: true. */
   readonly live?: boolean

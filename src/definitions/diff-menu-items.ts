@@ -44,7 +44,7 @@ const ITEM_DEFAULTS: Partial<ItemDefinition> = {
 }
 
 /**
- * One line per difference, in menu order, removed items last (README, "Command line"):
+ * One line per difference, in menu order, removed items last (docs/operations.md, "The command line"):
  * `+ item id (place): fields`, `~ item id: field old → new`, `- item id (place): label`.
  */
 export function diffMenuItems(
@@ -103,7 +103,7 @@ function describeNewItem(item: ItemDefinition): string {
   return fields.join(', ')
 }
 
-/** Where it is, then its fields; a position only when reordered (README, "Command line"). */
+/** Where it is, then its fields; a position only when reordered (docs/operations.md, "The command line"). */
 function describeItemChanges(
   previous: PlacedItem,
   placed: PlacedItem,

@@ -16,7 +16,7 @@ import { normalizeBranding } from './validate-definitions.js'
 export interface AppPlan {
   readonly key: string
   readonly action: 'create' | 'unchanged' | 'change'
-  /** One line per difference, as README, "Command line", shows them; empty when unchanged. */
+  /** One line per difference, as docs/operations.md, "The command line", shows them; empty when unchanged. */
   readonly differences: readonly string[]
 }
 

@@ -31,7 +31,7 @@ export interface EmbeddedDatabase {
 
 /**
  * Root's clusters, each clone's in a folder of its own that the postgres OS user owns, outside the
- * clone (whose folder that user may not enter; README, "Run it, test it").
+ * clone (whose folder that user may not enter; docs/operations.md, "From a clone").
  */
 export const ROOT_CLUSTERS_DIR = '/var/lib/shell-data/clusters'
 /** In `.data/`: the path of root's cluster for this clone, where its restarts find it. */

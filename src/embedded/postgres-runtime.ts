@@ -15,7 +15,7 @@ const POSTGRES_OS_USER = 'postgres'
 
 /**
  * Root-owned, world-readable copies of the binaries outside every clone, so the postgres OS user
- * can run them wherever the clone is (README, "Run it, test it"). A cache: deleting costs a copy.
+ * can run them wherever the clone is (docs/operations.md, "From a clone"). A cache: deleting costs a copy.
  */
 const ROOT_BINARIES_CACHE = '/var/cache/shell-data/postgres'
 

@@ -17,7 +17,7 @@ const KEYS_RETRY_AFTER_S = '5'
 
 /**
  * Decorates requests with their `caller` and returns the `onRequest` hook that sets it; every
- * failure becomes the API's 401 or 503 (README, HTTP API) before the handler runs.
+ * failure becomes the API's 401 or 503 (docs/api.md, "Requests and answers") before the handler runs.
  */
 export function registerAuthentication(
   app: FastifyInstance,

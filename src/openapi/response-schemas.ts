@@ -2,7 +2,7 @@ import { LANGUAGE_TAG_PATTERN, MENU_KINDS, mapZones, ZONES } from '../domain/voc
 import { problemSchema } from '../http/problem.js'
 
 /**
- * Response schemas of the API as the README documents them. The 200 bodies are precomputed bytes:
+ * Response schemas of the API as docs/api.md documents them. The 200 bodies are precomputed bytes:
  * these document them and tests check them; fastify's serializer never runs on the hot path.
  */
 const nullableString = { type: ['string', 'null'] }

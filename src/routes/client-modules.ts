@@ -15,7 +15,7 @@ import { contentTag } from '../snapshot/content-tag.js'
  */
 const SERVED_DIR = fileURLToPath(new URL('../../dist/client/served/', import.meta.url))
 
-/** The files served, by their name under /client/v1/ (README, "For front-end teams"). */
+/** The files served, by their name under /client/v1/ (docs/client.md). */
 const FILES = [
   { name: 'shell-client.js', contentType: 'text/javascript; charset=utf-8' },
   { name: 'shell-frame.js', contentType: 'text/javascript; charset=utf-8' },

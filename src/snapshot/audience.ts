@@ -3,7 +3,7 @@ import type { Caller } from './caller.js'
 import type { MenuNode } from './types.js'
 
 /**
- * The caller's bucket for a rollout item, 0 to 99 (README, "Audiences"). The caller is in the
+ * The caller's bucket for a rollout item, 0 to 99 (docs/api.md, "Audiences"). The caller is in the
  * rollout below the percent, so raising the percent never hides the item from anyone who saw it.
  */
 export function rolloutBucket(appKey: string, itemKey: string, sub: string): number {

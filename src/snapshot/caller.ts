@@ -22,7 +22,7 @@ export interface Caller {
 }
 
 export function buildCaller(claims: VerifiedClaims): Caller {
-  // Key order is fixed (README, HTTP API): the bytes, and so the ETag, must not vary.
+  // Key order is fixed (docs/api.md, "Requests and answers"): the bytes, and so the ETag, must not vary.
   const userJson = JSON.stringify({
     sub: claims.sub,
     username: claims.username,

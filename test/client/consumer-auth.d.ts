@@ -1,4 +1,4 @@
-/** A front end's own sign-in code, as the README's React example (consumer-react.tsx) uses it. */
+/** A front end's own sign-in code, as the React example of docs/client.md (consumer-react.tsx) uses it. */
 declare const auth: {
   /** The access token it holds now. */
   readonly token: string

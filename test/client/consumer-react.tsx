@@ -1,6 +1,6 @@
 /**
- * The README's React example ("For front-end teams", "In a React
- * component"), as it is printed there (test/client/readme-example.test.ts
+ * The React example of docs/client.md ("In a React component"), as it is
+ * printed there (test/client/readme-example.test.ts
  * compares them): compiled by `npm run typecheck` against the package's
  * declarations and React's (test/client/tsconfig.consumer.json). `auth` is
  * the front end's own sign-in code (consumer-auth.d.ts). Never run.

@@ -10,26 +10,31 @@ import { PACKAGE_ROOT, runNode, spawnService } from '../helpers/service-process.
 import { waitFor } from '../helpers/wait.js'
 
 /**
- * The README's page for front-end teams, as a reader would try it: the
- * service in local mode with the page's origin in CORS_ORIGINS (started as
- * `npm start` starts it, on a free port instead of 8080), the page as the
- * README prints it served on another origin, a token from `shell-data
- * token`, and Chromium opening it; its sign-out, then a reload, and a reload
- * with the service stopped, which the README says what to expect of. And
- * the README's React example is the one the type check compiles.
+ * The page of docs/frame.md, the front-end teams' guide to `<shell-frame>`,
+ * as a reader would try it: the service in local mode with the page's
+ * origin in CORS_ORIGINS (started as `npm start` starts it, on a free port
+ * instead of 8080), the page as the guide prints it served on another
+ * origin, a token from `shell-data token`, and Chromium opening it; its
+ * sign-out, then a reload, and a reload with the service stopped, which the
+ * guide says what to expect of. And the React example of docs/client.md is
+ * the one the type check compiles.
  */
 
 const chromium = await findChromium()
 const skip = 'skip' in chromium ? chromium.skip : false
-/** Where the README's page expects the service. */
-const README_SERVICE = 'http://127.0.0.1:8080'
+/** Where the guide's page expects the service. */
+const GUIDE_SERVICE = 'http://127.0.0.1:8080'
+/** The guides for front-end teams: the element's prints the page, the client's the React example. */
+const FRAME_GUIDE = 'docs/frame.md'
+const CLIENT_GUIDE = 'docs/client.md'
 
-/** The first html block after the README's "A page with the frame". */
+/** The first html block after the guide's "A page with the frame". */
 async function readExamplePage(): Promise<string> {
-  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('### A page with the frame'))
+  const guide = await readFile(join(PACKAGE_ROOT, FRAME_GUIDE), 'utf8')
+  const section = guide.slice(guide.indexOf('## A page with the frame'))
   const page = /```html\n([\s\S]*?)```/.exec(section)?.[1]
-  if (page === undefined) throw new Error('README: no html block under "A page with the frame"')
+  if (page === undefined)
+    throw new Error(`${FRAME_GUIDE}: no html block under "A page with the frame"`)
   return page
 }
 
@@ -40,14 +45,14 @@ interface FrameView {
   readonly source: string | null
 }
 
-t.test('the README’s page with the frame works against the service', { skip }, async (t) => {
+t.test('the guide’s page with the frame works against the service', { skip }, async (t) => {
   if ('skip' in chromium) return
   const page = await readExamplePage()
-  t.ok(page.includes(`${README_SERVICE}/client/v1/shell-frame.js`), 'it loads the served element')
+  t.ok(page.includes(`${GUIDE_SERVICE}/client/v1/shell-frame.js`), 'it loads the served element')
 
   const port = await findFreePort()
   const serviceUrl = `http://127.0.0.1:${port}`
-  const pages = await servePage(t, page.replaceAll(README_SERVICE, serviceUrl))
+  const pages = await servePage(t, page.replaceAll(GUIDE_SERVICE, serviceUrl))
   const origin = `http://localhost:${pages.port}`
   const db = await createSeededDatabase(t)
   const settings = { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: db.url }
@@ -130,9 +135,9 @@ t.test('the README’s page with the frame works against the service', { skip },
   t.same(problems, [], 'no script error')
 })
 
-t.test('the README’s React example is the one the type check compiles', async (t) => {
-  const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('#### In a React component'))
+t.test('the guide’s React example is the one the type check compiles', async (t) => {
+  const guide = await readFile(join(PACKAGE_ROOT, CLIENT_GUIDE), 'utf8')
+  const section = guide.slice(guide.indexOf('## In a React component'))
   const example = /```tsx\n([\s\S]*?)```/.exec(section)?.[1]
   const checked = await readFile(join(PACKAGE_ROOT, 'test/client/consumer-react.tsx'), 'utf8')
   t.ok(example, 'a tsx block under "In a React component"')

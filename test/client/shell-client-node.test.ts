@@ -1,3 +1,4 @@
+import { createServer as createHttpServer, type ServerResponse } from 'node:http'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import {
   clearStoredShells,
@@ -208,6 +209,68 @@ t.test('without baseUrl, a client not loaded from the service says what it needs
     message: /baseUrl/,
   })
 })
+
+t.test(
+  'gone while a GET is out: that GET is given up, and only refresh() asks again',
+  async (t) => {
+    // Answers as the test says: the shell's GETs are held, the stream is fed by hand.
+    const gets: { response: ServerResponse; closed: boolean }[] = []
+    let events: ServerResponse | undefined
+    const server = createHttpServer((request, response) => {
+      if (request.url?.endsWith('/events')) {
+        events = response.writeHead(200, { 'content-type': 'text/event-stream' })
+        return
+      }
+      const get = { response, closed: false }
+      response.on('close', () => {
+        get.closed = true
+      })
+      gets.push(get)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => {
+      server.closeAllConnections()
+      server.close()
+    })
+    const { port } = server.address() as AddressInfo
+    const client = createShellClient({
+      appKey: 'crm',
+      getToken: () => 'a-token',
+      baseUrl: `http://127.0.0.1:${port}`,
+      storage: null,
+      // Longer than the test: only `gone` can end the GET held.
+      timeoutMs: 60_000,
+    })
+    await waitFor(() => gets.length === 1 && events !== undefined, 'the GET held, the stream open')
+    events?.write('event: gone\ndata: {}\n\n')
+    await waitFor(() => client.state.error?.status === 404, 'gone at the client')
+    await waitFor(() => gets[0]?.closed === true, 'the GET out given up')
+    t.same(client.state, {
+      shell: null,
+      etag: null,
+      source: null,
+      live: false,
+      stale: false,
+      error: { status: 404, detail: 'the app crm is gone' },
+    })
+    t.equal(gets.length, 1, 'stopped: no GET of its own')
+
+    client.refresh()
+    await waitFor(() => gets.length === 2, 'the GET of refresh()')
+    const shell = {
+      app: { key: 'crm', name: 'CRM', description: null, homeUrl: null },
+      branding: {},
+      user: { sub: 'user-1', username: null, name: null, email: null, roles: [] },
+      menus: { topbar: [], sidebar: [], footer: [], 'user-menu': [] },
+      locale: 'en',
+    }
+    gets[1]?.response.writeHead(200, { etag: '"back"' }).end(JSON.stringify(shell))
+    const ready = await client.ready
+    t.equal(ready.etag, '"back"', 'started again: the new answer shown')
+    t.equal(ready.error, null)
+    client.close()
+  },
+)
 
 t.test('nothing ended in an unhandled rejection', async (t) => {
   // One more turn of the event loop, for rejections reported late.

@@ -1,5 +1,5 @@
 /**
- * The production file set (README, Docker and production), without a Docker engine:
+ * The production file set (docs/operations.md, "The image", "From a clone, and without the image"), without a Docker engine:
  * `npm ci --omit=dev` on package.json, package-lock.json, dist/, sql/ and
  * seeds/ (what the image's runtime stage holds too), started as the image
  * starts it, against the test database and a real issuer.

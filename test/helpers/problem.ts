@@ -2,7 +2,7 @@ import type { Test } from 'tap'
 import type { HttpResponse } from './http-client.js'
 
 /**
- * Checks an RFC 9457 problem response as the README's error table fixes it: the status,
+ * Checks an RFC 9457 problem response as docs/api.md fixes it: the status,
  * `application/problem+json`, and a body of exactly type, title, status and
  * detail. Returns the body for further checks.
  */

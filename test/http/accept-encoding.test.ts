@@ -2,7 +2,7 @@ import t from 'tap'
 import { negotiateCoding } from '../../src/http/accept-encoding.js'
 import { createNegotiation } from '../../src/http/negotiation.js'
 
-/** `Accept-Encoding` values and the coding the service answers in (README, "Compression"). */
+/** `Accept-Encoding` values and the coding the service answers in (docs/api.md, "Compression"). */
 const TABLE: readonly [header: string | undefined, coding: string][] = [
   [undefined, 'identity'],
   ['', 'identity'],

@@ -19,7 +19,7 @@ import { waitFor } from '../helpers/wait.js'
 
 /**
  * Where the screenshot goes: a temp file, so a test run leaves the clone as it
- * was; `PREVIEW_SCREENSHOT=docs/preview.png` renews the one the README shows.
+ * was; `PREVIEW_SCREENSHOT=docs/preview.png` renews the one docs/frame.md shows.
  */
 const SCREENSHOT = resolve(
   PACKAGE_ROOT,

@@ -101,7 +101,7 @@ t.test('the Bearer scheme on the API, not on the probes', async (t) => {
     t.same(document.paths[path]?.get?.security, [], `${path}: no token`)
 })
 
-t.test('every status the README names, with the headers it pins', async (t) => {
+t.test('every status docs/api.md names, with the headers it pins', async (t) => {
   const statuses = (path: string) => Object.keys(document.paths[path]?.get?.responses ?? {})
   t.same(statuses(SHELL), ['200', '304', '401', '404', '503', 'default'])
   t.same(statuses(EVENTS), ['200', '401', '404', '503', 'default'])

@@ -1,7 +1,8 @@
 /**
- * The last shell of each caller, service, app and languages, kept in a Web
- * Storage across page loads; at most MAX_ENTRIES of them in one storage, and
- * all of them removed by `clearStoredShells` when a user signs out.
+ * The stored shells: the last shell of each caller, service, app and
+ * languages, in a Web Storage across page loads; at most MAX_ENTRIES of them
+ * in one storage, and all of them removed by `clearStoredShells` when a user
+ * signs out.
  */
 import type { ListedStorage, Shell, ShellStorage } from './shell-types.js'
 
@@ -10,7 +11,7 @@ const MODULE_PREFIX = 'shell-data:'
 /** Versioned, so that a later client with another format reads none of this one's entries. */
 const ENTRY_PREFIX = `${MODULE_PREFIX}v1:`
 /**
- * A kept shell older than this is dropped rather than shown: a week covers a
+ * A stored shell older than this is dropped rather than shown: a week covers a
  * weekend and a short leave, and a frame that old has likely changed.
  */
 const MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
@@ -22,34 +23,34 @@ const MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
 const MAX_ENTRIES = 20
 
 /** A shell in storage, with its tag and when the service last confirmed it. */
-export interface KeptShell {
+export interface StoredShell {
   readonly shell: Shell
   readonly etag: string
   readonly savedAt: number
 }
 
-export interface KeptShells {
-  /** The caller's kept shell, unless it is too old or not theirs. */
-  read(sub: string): KeptShell | null
+export interface StoredShells {
+  /** The caller's stored shell, unless it is too old or not theirs. */
+  read(sub: string): StoredShell | null
   /** Keeps the shell under its user's key, making room first. */
   write(shell: Shell, etag: string): void
   drop(sub: string): void
 }
 
 /**
- * The kept shells of one service, app and languages (`scope`). A storage that
+ * The stored shells of one service, app and languages (`scope`). A storage that
  * throws (quota, private mode) or holds garbage counts as none.
  */
-export function openKeptShells(storage: ShellStorage | null, scope: string): KeptShells {
+export function openStoredShells(storage: ShellStorage | null, scope: string): StoredShells {
   const keyOf = (sub: string) => `${ENTRY_PREFIX}${scope}|${hashSub(sub)}`
   return {
     read(sub) {
       try {
         const text = storage?.getItem(keyOf(sub))
         if (text == null) return null
-        const kept = JSON.parse(text) as KeptShell
+        const stored = JSON.parse(text) as StoredShell
         // The owner check makes the hash's collisions harmless: never another user's shell.
-        if (Date.now() - kept.savedAt < MAX_AGE_MS && kept.shell.user.sub === sub) return kept
+        if (Date.now() - stored.savedAt < MAX_AGE_MS && stored.shell.user.sub === sub) return stored
         storage?.removeItem(keyOf(sub))
       } catch {}
       return null
@@ -71,7 +72,7 @@ export function openKeptShells(storage: ShellStorage | null, scope: string): Kep
 }
 
 /**
- * Removes every shell any client of this module kept in `storage`, whoever's:
+ * Removes every shell any client of this module stored in `storage`, whoever's:
  * for a page to call when its user signs out, so that nothing of them (name,
  * e-mail, roles) stays on a shared machine. Default: `localStorage`.
  */
@@ -98,18 +99,18 @@ export function findLocalStorage(): (ShellStorage & ListedStorage) | null {
  */
 function makeRoom(storage: ShellStorage, key: string): void {
   if (storage.key === undefined) return
-  const kept: [savedAt: number, key: string][] = []
+  const unexpired: [savedAt: number, key: string][] = []
   for (const other of listKeys(storage as ListedStorage, ENTRY_PREFIX)) {
     if (other === key) continue
     let savedAt = 0
     try {
-      savedAt = (JSON.parse(String(storage.getItem(other))) as KeptShell).savedAt
+      savedAt = (JSON.parse(String(storage.getItem(other))) as StoredShell).savedAt
     } catch {}
-    if (Date.now() - savedAt < MAX_AGE_MS) kept.push([savedAt, other])
+    if (Date.now() - savedAt < MAX_AGE_MS) unexpired.push([savedAt, other])
     else storage.removeItem(other)
   }
-  kept.sort((a, b) => b[0] - a[0])
-  for (const [, oldest] of kept.slice(MAX_ENTRIES - 1)) storage.removeItem(oldest)
+  unexpired.sort((a, b) => b[0] - a[0])
+  for (const [, oldest] of unexpired.slice(MAX_ENTRIES - 1)) storage.removeItem(oldest)
 }
 
 /** The keys that start with `prefix`, listed before any is removed (removing renumbers them). */
@@ -125,7 +126,7 @@ function listKeys(storage: ListedStorage, prefix: string): string[] {
 /**
  * 32 bits of FNV-1a over the user id, so that storage keys do not spell it
  * out. Not SHA-256: the first state needs the key at once, and crypto.subtle
- * only answers later. A collision cannot show another user's shell (a kept
+ * only answers later. A collision cannot show another user's shell (a stored
  * shell is shown only when its `user.sub` is the caller's); at worst two
  * users of one machine take turns in one entry.
  */
