@@ -1,12 +1,4 @@
-import { STATUS_CODES } from 'node:http'
-import type { Socket } from 'node:net'
-import Fastify, {
-  type ConnectionError,
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  LogController,
-} from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { LocalIssuer } from './auth/local-issuer.js'
 import type { TokenVerifier } from './auth/verify-token.js'
@@ -19,12 +11,12 @@ import { createCors } from './http/cors.js'
 import { drainConnectionsOnClose } from './http/drain-connections.js'
 import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
 import { createNegotiation } from './http/negotiation.js'
+import { sendProblem } from './http/problem.js'
 import {
-  buildHttpProblem,
-  PROBLEM_CONTENT_TYPE,
-  sendProblem,
-  sendProblemBody,
-} from './http/problem.js'
+  describeClientError,
+  registerProblemHandlers,
+  writeClientErrorProblem,
+} from './http/problem-handlers.js'
 import { createRepresentationCache } from './http/representation-cache.js'
 import { timeRequests } from './http/request-timing.js'
 import { registerShedding } from './http/shed-excess.js'
@@ -62,6 +54,8 @@ export interface AppDeps {
   readonly localIssuer?: LocalIssuer
   /** API requests taken at once; default: one that adapts (http/concurrency-limit.ts). */
   readonly concurrencyLimit?: ConcurrencyLimit
+  /** ADMIN_PORT is set: /metrics is served there (admin-app.ts) and is a 404 here. */
+  readonly metricsOnAdminPort?: boolean
 }
 
 /** Builds the HTTP face of the service. Never listens: main.ts and tests do. */
@@ -97,26 +91,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   refuseOtherMethodsOnApiRoutes(app)
   if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode ?? 500
-    // Fastify's own 4xx (a body too large, a media type no route takes, …) keep their status.
-    if (status >= 400 && status < 500) {
-      return sendProblemBody(reply, buildHttpProblem(status, describeClientError(error)))
-    }
-    deps.logger.error(
-      { err: error, reqId: request.id, url: request.url.slice(0, 200) },
-      'request failed',
-    )
-    return sendProblem(reply, 'internal', 'the request could not be completed')
-  })
-
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
-      reply,
-      'notFound',
-      `no route ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`,
-    ),
-  )
+  registerProblemHandlers(app, deps.logger)
 
   deps.metrics.eventStreamsMax.set(deps.eventStreamsMax)
   const streams = createEventStreams({
@@ -148,7 +123,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerEventRoutes(routes, { ...api, streams })
     registerAppsRoutes(routes, api)
     registerProbeRoutes(routes, deps)
-    registerMetricsRoutes(routes, deps)
+    if (deps.metricsOnAdminPort !== true) registerMetricsRoutes(routes, deps)
     registerClientModuleRoutes(routes, api)
     const { localIssuer } = deps
     if (localIssuer !== undefined) {
@@ -158,32 +133,4 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerOpenApiRoutes(routes)
   })
   return app
-}
-
-/** Fastify's own messages describe the request, not the server; they are safe to return. */
-function describeClientError(error: Error): string {
-  return error.message.replace(/\s+/g, ' ').slice(0, 200) || 'the request is not valid'
-}
-
-/**
- * What the HTTP parser refused, answered as RFC 9457 problem details, then the connection
- * closed: after a parse error the rest of its bytes cannot be trusted.
- */
-function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {
-  // A reset connection has no one left to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, detail] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'the request headers are too large']
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'the request did not arrive in time']
-        : [400, 'the request is not valid HTTP']
-  const body = JSON.stringify(buildHttpProblem(status, detail))
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    )
-  }
-  socket.destroy(error)
 }

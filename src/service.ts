@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
+import { type AdminAppDeps, buildAdminApp } from './admin-app.js'
 import { buildApp } from './app.js'
 import {
   LOCAL_AUDIENCE,
@@ -13,7 +14,6 @@ import {
 } from './auth/local-issuer.js'
 import { createTokenVerifier } from './auth/verify-token.js'
 import { type Config, localOidcConfig } from './config/config.js'
-import { hostInUrl } from './config/host-address.js'
 import {
   createPreparation,
   prepareDatabaseThenFeed,
@@ -25,8 +25,9 @@ import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import type { ConcurrencyLimit } from './http/concurrency-limit.js'
+import { listenAt } from './http/listen-at.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { createReleasers } from './releasers.js'
+import { createReleasers, type Releasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
 import type { Snapshot } from './snapshot/types.js'
 import { readSnapshotFile } from './snapshot-file/read-snapshot-file.js'
@@ -46,6 +47,8 @@ export interface Service {
   readonly metrics: Metrics
   /** `http://host:port` the service listens on. */
   readonly url: string
+  /** `http://host:port` of ADMIN_PORT (the probes and /metrics); undefined when it is unset. */
+  readonly adminUrl: string | undefined
   readonly localIssuer: LocalIssuer | undefined
   /** Resolves once the database is migrated (and seeded) and the feed is started. */
   readonly started: Promise<void>
@@ -162,27 +165,37 @@ export async function startService(
     if (migrationSql !== null)
       releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
     const preparation = createPreparation()
-
-    const app = buildApp({
+    // What both ports' instances share: the same readiness, the same registry.
+    const httpDeps: AdminAppDeps = {
       logger,
       metrics,
-      verifier,
       snapshots: preparation.explain(feed),
       logRequests: config.logRequests,
-      corsOrigins: config.corsOrigins,
-      eventStreamsMax: config.eventStreamsMax,
       isShuttingDown: () => shuttingDown,
       drainDeadlineMs: options.drainDeadlineMs,
+    }
+    const adminUrl =
+      config.adminPort === null
+        ? undefined
+        : await listenOnAdminPort(
+            { host: config.host, port: config.adminPort },
+            httpDeps,
+            releasers,
+          )
+    const app = buildApp({
+      ...httpDeps,
+      verifier,
+      corsOrigins: config.corsOrigins,
+      eventStreamsMax: config.eventStreamsMax,
       concurrencyLimit: options.concurrencyLimit,
+      metricsOnAdminPort: adminUrl !== undefined,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })
     releasers.add('http server', () => app.close())
-    await app.listen({ port, host: config.host, backlog: LISTEN_BACKLOG })
+    const url = await listenAt(app, { port, host: config.host, backlog: LISTEN_BACKLOG })
     startSignal.throwIfAborted()
-    const address = app.server.address()
-    const boundPort = typeof address === 'object' && address !== null ? address.port : port
-    const url = `http://${hostInUrl(config.host)}:${boundPort}`
-    logger.info({ url }, `listening on ${url}`)
+    if (adminUrl === undefined) logger.info({ url }, `listening on ${url}`)
+    else logger.info({ url, adminUrl }, `listening on ${url}, probes and /metrics on ${adminUrl}`)
 
     releasers.add('database preparation', () => preparation.abort())
     if (stored !== undefined) void serveStoredUnlessDatabaseAnswers(sql, feed)
@@ -216,6 +229,7 @@ export async function startService(
       feed,
       metrics,
       url,
+      adminUrl,
       localIssuer,
       started,
       async shutdown({ delayMs }) {
@@ -238,6 +252,21 @@ export async function startService(
     await releasers.releaseAll()
     throw error
   }
+}
+
+/**
+ * ADMIN_PORT's instance (admin-app.ts), listening. Its cleanup is added before the API's, so it
+ * closes after it: probes and scrapes are answered through the API's drain.
+ */
+async function listenOnAdminPort(
+  address: { readonly host: string; readonly port: number },
+  deps: AdminAppDeps,
+  releasers: Releasers,
+): Promise<string> {
+  const admin = buildAdminApp(deps)
+  releasers.add('admin http server', () => admin.close())
+  // Node's default backlog: a probe or a scrape now and then, from a few peers.
+  return listenAt(admin, address)
 }
 
 /** package.json's version: the snapshot file names the service that wrote it. */

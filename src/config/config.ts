@@ -46,6 +46,11 @@ export interface Config {
   readonly port: number
   /** Listen address; local mode only allows loopback addresses. */
   readonly host: string
+  /**
+   * A second port on `host` for the probes and /metrics only, so that they are accepted on a
+   * listening socket of their own whatever the API port's backlog; null: unset, all on `port`.
+   */
+  readonly adminPort: number | null
   /** PostgreSQL connection string; null means start an embedded PostgreSQL under `.data/`. */
   readonly databaseUrl: string | null
   /** Session-mode connection for LISTEN (LISTEN does not work through a transaction pooler). */
@@ -105,9 +110,11 @@ export function loadConfig(
   if (feedDatabaseUrl !== null && databaseUrl === null) {
     throw new ConfigError('FEED_DATABASE_URL', 'is set but DATABASE_URL is not')
   }
+  const port = readInt(env, 'PORT', 8080, 0, 65535)
   return Object.freeze({
-    port: readInt(env, 'PORT', 8080, 0, 65535),
+    port,
     host,
+    adminPort: readAdminPort(env, port),
     databaseUrl,
     feedDatabaseUrl,
     migrate: readChoice(env, 'MIGRATE', ['auto', 'off'] as const, 'auto'),
@@ -125,6 +132,16 @@ export function loadConfig(
     // A week: a weekend's outage is covered; data older than that is rather a forgotten volume.
     snapshotFileMaxAgeS: readInt(env, 'SNAPSHOT_FILE_MAX_AGE_S', 604_800, 0, 31_536_000),
   })
+}
+
+/** A port number; 0, as for PORT, takes any free one (tests). */
+function readAdminPort(env: Env, port: number): number | null {
+  if (readString(env, 'ADMIN_PORT') === null) return null
+  const adminPort = readInt(env, 'ADMIN_PORT', 0, 0, 65535)
+  if (adminPort !== 0 && adminPort === port) {
+    throw new ConfigError('ADMIN_PORT', `${adminPort} is PORT too; the admin port needs its own`)
+  }
+  return adminPort
 }
 
 function readOidc(env: Env, issuer: string): OidcConfig {

@@ -4,6 +4,7 @@
 export const CONFIG_VARIABLES = [
   'PORT',
   'HOST',
+  'ADMIN_PORT',
   'DATABASE_URL',
   'FEED_DATABASE_URL',
   'MIGRATE',

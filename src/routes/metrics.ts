@@ -4,7 +4,10 @@ import { NO_TOKEN } from '../openapi/documented-requests.js'
 import { OTHER_ERRORS, textResponse } from '../openapi/documented-responses.js'
 import type { SnapshotSource } from '../snapshot/types.js'
 
-/** `GET /metrics`: Prometheus text format, no token (scrapers are admitted by network policy). */
+/**
+ * `GET /metrics`: Prometheus text format, no token (scrapers are admitted by network policy), on
+ * the API's port or, with ADMIN_PORT set, on that one only (admin-app.ts).
+ */
 export function registerMetricsRoutes(
   app: FastifyInstance,
   deps: { metrics: Metrics; snapshots: SnapshotSource },
@@ -22,6 +25,8 @@ export function registerMetricsRoutes(
 const metricsRoute = {
   operationId: 'getMetrics',
   summary: 'Prometheus metrics',
+  description:
+    'With ADMIN_PORT set, served on that port only (with /healthz and /readyz) and absent here.',
   security: NO_TOKEN,
   response: {
     200: textResponse('Prometheus text exposition format (version 0.0.4).', 'text/plain'),

@@ -3,7 +3,10 @@ import { NO_TOKEN } from '../openapi/documented-requests.js'
 import { jsonResponse, OTHER_ERRORS } from '../openapi/documented-responses.js'
 import type { SnapshotSource } from '../snapshot/types.js'
 
-/** Neither probe depends on the identity provider, nor, after the first load, on the database. */
+/**
+ * Neither probe depends on the identity provider, nor, after the first load, on the database.
+ * Registered on the API's port and, with ADMIN_PORT set, on that one too (admin-app.ts).
+ */
 export function registerProbeRoutes(
   app: FastifyInstance,
   deps: { snapshots: SnapshotSource; isShuttingDown: () => boolean },
@@ -64,9 +67,13 @@ const notReadySchema = {
   properties: { status: { type: 'string' }, reason: { type: 'string' } },
 }
 
+const ON_ADMIN_PORT_TOO =
+  'Also served on ADMIN_PORT when it is set, a port of its own that no load on this one holds up.'
+
 const healthRoute = {
   operationId: 'getHealth',
   summary: 'Liveness: the process serves',
+  description: ON_ADMIN_PORT_TOO,
   security: NO_TOKEN,
   response: {
     200: jsonResponse('The process serves.', healthSchema),
@@ -76,6 +83,7 @@ const healthRoute = {
 const readyRoute = {
   operationId: 'getReadiness',
   summary: 'Readiness: a snapshot is loaded and the instance is not shutting down',
+  description: ON_ADMIN_PORT_TOO,
   security: NO_TOKEN,
   response: {
     200: jsonResponse('A snapshot is loaded: the instance answers the API.', readySchema),

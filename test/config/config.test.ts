@@ -107,6 +107,10 @@ t.test('every bad value names its variable', async (t) => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ PORT: 'eighty' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
+    ...['admin', '-1', '65536', '9090.5', '8080', ' 8080 '].map(
+      (value): [Record<string, string>, string] => [{ ADMIN_PORT: value }, 'ADMIN_PORT'],
+    ),
+    [{ PORT: '9090', ADMIN_PORT: '9090' }, 'ADMIN_PORT'],
     [{ MIGRATE: 'sometimes' }, 'MIGRATE'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ LOG_REQUESTS: 'maybe' }, 'LOG_REQUESTS'],
@@ -163,6 +167,16 @@ t.test('SHUTDOWN_DELAY_S: whole seconds, 0 for none', async (t) => {
   t.equal(loadConfig({ SHUTDOWN_DELAY_S: ' 12 ' }).shutdownDelayS, 12)
   t.equal(loadConfig({ SHUTDOWN_DELAY_S: '' }).shutdownDelayS, 5, 'empty: the default')
   t.equal(loadConfig({ SHUTDOWN_DELAY_S: '600' }).shutdownDelayS, 600)
+})
+
+t.test('ADMIN_PORT: unset by default, a port of its own when set', async (t) => {
+  t.equal(loadConfig({}).adminPort, null)
+  t.equal(loadConfig({ ADMIN_PORT: '' }).adminPort, null, 'empty: unset')
+  t.equal(loadConfig({ ADMIN_PORT: '9090' }).adminPort, 9090)
+  t.equal(loadConfig({ PORT: '9090', ADMIN_PORT: '8080' }).adminPort, 8080)
+  t.equal(loadConfig({ PORT: '0', ADMIN_PORT: '0' }).adminPort, 0, 'any free port, as PORT=0')
+  const same = t.throws(() => loadConfig({ ADMIN_PORT: '8080' })) as ConfigError
+  t.equal(same.message, 'ADMIN_PORT: 8080 is PORT too; the admin port needs its own')
 })
 
 t.test('a database URL is never echoed in the error', async (t) => {

@@ -6,9 +6,10 @@ import { CONFIG_VARIABLES } from '../../src/config/variables.js'
 import { SERVICE_PORT } from './service-port.js'
 
 /**
- * deploy/kubernetes/ checked against the service: probe paths, the port, the
- * configuration variables the service reads, and the settings that keep the
- * service available and locked down. No cluster needed: the YAML is parsed.
+ * deploy/kubernetes/ checked against the service: probe paths, the ports (the
+ * API's and ADMIN_PORT's), the configuration variables the service reads, and
+ * the settings that keep the service available and locked down. No cluster
+ * needed: the YAML is parsed.
  */
 
 const KUBERNETES_DIR = new URL('../../deploy/kubernetes/', import.meta.url)
@@ -57,8 +58,12 @@ interface PodSpec {
 interface NetworkPolicyPort {
   port?: string | number
 }
+interface NetworkPolicyPeer {
+  podSelector?: Selector
+  namespaceSelector?: Selector
+}
 interface NetworkPolicyRule {
-  from?: { podSelector?: Selector; namespaceSelector?: Selector }[]
+  from?: NetworkPolicyPeer[]
   ports?: NetworkPolicyPort[]
 }
 // Every kind in one loose shape: the tests below read the fields they check.
@@ -69,7 +74,7 @@ interface Manifest {
   spec?: Record<string, unknown> & {
     replicas?: number
     selector?: Selector & Labels
-    template?: { metadata: { labels: Labels }; spec: PodSpec }
+    template?: { metadata: { labels: Labels; annotations?: Labels }; spec: PodSpec }
     ports?: { name?: string; port: number; targetPort: string | number }[]
     type?: string
     minReplicas?: number
@@ -117,6 +122,13 @@ const podLabels = podTemplate.metadata.labels
 const podSpec = podTemplate.spec
 const container = podSpec.containers[0] as Container
 const configMap = findOne('ConfigMap')
+/** The ConfigMap plus a DATABASE_URL: the configuration the pods start with. */
+const podConfig = loadConfig({
+  ...configMap.data,
+  DATABASE_URL: 'postgres://shell:x@db:5432/shell',
+})
+const ADMIN_PORT = podConfig.adminPort
+if (ADMIN_PORT === null) throw new Error('the ConfigMap sets no ADMIN_PORT')
 
 /** Resolves a probe's, Service's or NetworkPolicy's port (a number or a container port name). */
 function resolvePort(port: string | number | undefined): number | undefined {
@@ -141,20 +153,27 @@ t.test('the Deployment runs two or more replicas of one container on port 8080',
   t.ok((deployment.spec?.replicas ?? 1) >= 2, 'two replicas or more')
   t.ok(matches(deployment.spec?.selector, podLabels), 'its selector matches its pod labels')
   t.equal(podSpec.containers.length, 1)
-  t.same(container.ports, [{ name: 'http', containerPort: SERVICE_PORT, protocol: 'TCP' }])
+  t.same(container.ports, [
+    { name: 'http', containerPort: SERVICE_PORT, protocol: 'TCP' },
+    { name: 'admin', containerPort: ADMIN_PORT, protocol: 'TCP' },
+  ])
   t.notMatch(container.image, /:latest$/)
   t.ok(container.resources?.requests?.cpu && container.resources.requests.memory, 'requests')
   t.ok(container.resources?.limits?.memory, 'a memory limit')
 })
 
-t.test("probes use the service's probe paths on the container port", async (t) => {
+t.test("probes use the service's probe paths on the admin port", async (t) => {
   t.equal(container.readinessProbe?.httpGet?.path, '/readyz')
   t.equal(container.livenessProbe?.httpGet?.path, '/healthz')
   const probes = [container.readinessProbe, container.livenessProbe, container.startupProbe]
   for (const probe of probes.filter((probe) => probe !== undefined)) {
     t.match(probe.httpGet?.path, /^\/(healthz|readyz)$/)
-    t.equal(resolvePort(probe.httpGet?.port), SERVICE_PORT)
+    // Its own listening socket: no load on PORT holds a probe's connection up.
+    t.equal(resolvePort(probe.httpGet?.port), ADMIN_PORT)
   }
+  t.not(ADMIN_PORT, SERVICE_PORT)
+  const annotations = podTemplate.metadata.annotations ?? {}
+  t.equal(annotations['prometheus.io/port'], String(ADMIN_PORT), 'scraped by annotation there too')
 })
 
 t.test('every variable is one the service reads and passes its own checks', async (t) => {
@@ -175,9 +194,8 @@ t.test('every variable is one the service reads and passes its own checks', asyn
   t.equal(new Set(names).size, names.length, 'no variable is set twice')
   for (const value of Object.values(configMapData)) t.type(value, 'string')
   // The ConfigMap plus a DATABASE_URL is a configuration the service accepts, on the container port.
-  const config = loadConfig({ ...configMapData, DATABASE_URL: 'postgres://shell:x@db:5432/shell' })
-  t.equal(config.port, SERVICE_PORT)
-  t.not(config.oidc, null, 'a real issuer: local mode refuses to listen beyond loopback')
+  t.equal(podConfig.port, SERVICE_PORT)
+  t.not(podConfig.oidc, null, 'a real issuer: local mode refuses to listen beyond loopback')
 })
 
 t.test('database URLs come from a Secret, never from plain values', async (t) => {
@@ -231,8 +249,11 @@ t.test('the Service is a ClusterIP in front of the container port', async (t) =>
   const service = findOne('Service')
   t.equal(service.spec?.type ?? 'ClusterIP', 'ClusterIP')
   t.ok(matches({ matchLabels: service.spec?.selector }, podLabels), 'selects the pods')
-  const [port] = service.spec?.ports ?? []
+  const [port, admin] = service.spec?.ports ?? []
   t.equal(resolvePort(port?.targetPort), SERVICE_PORT)
+  // The ServiceMonitor names its port on the Service (monitoring-rules.test.ts).
+  t.equal(admin?.name, 'admin')
+  t.equal(resolvePort(admin?.targetPort), ADMIN_PORT, 'and the admin port, for the scrapes')
 })
 
 t.test('the autoscaler keeps two replicas or more of this Deployment', async (t) => {
@@ -253,24 +274,34 @@ t.test('the disruption budget covers the pods and still lets a node drain', asyn
   t.equal(budget.spec?.minAvailable, 1, 'one replica may go at a time when two run')
 })
 
-t.test('the network policy admits only selected peers, on the service port', async (t) => {
+/** A peer that is exactly one namespace, by its name: Prometheus' namespace. */
+function namesOneNamespace(peer: NetworkPolicyPeer): boolean {
+  const labels = Object.keys(peer.namespaceSelector?.matchLabels ?? {})
+  return peer.podSelector === undefined && labels.join() === 'kubernetes.io/metadata.name'
+}
+
+t.test('the network policy admits only selected peers, each on its port', async (t) => {
   const policy = findOne('NetworkPolicy')
   t.ok(matches(policy.spec?.podSelector, podLabels), 'applies to the pods')
   t.ok(policy.spec?.policyTypes?.includes('Ingress'), 'restricts ingress')
   const rules = policy.spec?.ingress ?? []
   t.ok(rules.length > 0, 'has ingress rules')
+  const portsOf = (rule: NetworkPolicyRule) =>
+    (rule.ports ?? []).map((port) => resolvePort(port.port))
   for (const rule of rules) {
     t.ok((rule.from ?? []).length > 0, 'no rule admits every peer')
     for (const peer of rule.from ?? []) {
       t.ok(peer.podSelector?.matchLabels || peer.namespaceSelector?.matchLabels, 'peer by label')
     }
-    t.same(
-      (rule.ports ?? []).map((port) => resolvePort(port.port)),
-      [SERVICE_PORT],
-    )
+    t.ok([`${SERVICE_PORT}`, `${ADMIN_PORT}`].includes(portsOf(rule).join()), 'one port a rule')
   }
-  const scraper = rules.some((rule) =>
-    rule.from?.some((peer) => peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name']),
+  const clients = rules.filter((rule) => portsOf(rule).join() === `${SERVICE_PORT}`)
+  t.ok(clients.length > 0, 'the clients are admitted to the service port')
+  // /metrics is on the admin port only: a client that may call the API may not scrape it.
+  const scrapers = rules.filter((rule) => portsOf(rule).includes(ADMIN_PORT))
+  t.equal(scrapers.length, 1, 'one rule admits to the admin port')
+  t.ok(
+    scrapers.every((rule) => (rule.from ?? []).every(namesOneNamespace)),
+    "only Prometheus' namespace, by name",
   )
-  t.ok(scraper, 'the metrics scraper namespace is admitted')
 })

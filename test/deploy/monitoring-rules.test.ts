@@ -245,8 +245,21 @@ function readManifests(dir: URL, name: string): Manifest[] {
   )
 }
 
+/** The container port a port of the Service leads to, by deployment.yaml's port names. */
+function containerPortOf(servicePortName: string): number | undefined {
+  const [service] = readManifests(KUBERNETES_DIR, 'service.yaml')
+  const [deployment] = readManifests(KUBERNETES_DIR, 'deployment.yaml')
+  const servicePorts = (service?.spec?.ports ?? []) as { name?: string; targetPort: string }[]
+  const target = servicePorts.find((port) => port.name === servicePortName)?.targetPort
+  const pod = deployment?.spec?.template as {
+    spec: { containers: { ports: { name: string; containerPort: number }[] }[] }
+  }
+  return pod.spec.containers[0]?.ports.find((port) => port.name === target)?.containerPort
+}
+
 t.test('the ServiceMonitor scrapes /metrics on a named port of the Service', async (t) => {
   const [service] = readManifests(KUBERNETES_DIR, 'service.yaml')
+  const [configMap] = readManifests(KUBERNETES_DIR, 'configmap.yaml')
   const [monitor] = readManifests(MONITORING_DIR, 'servicemonitor.yaml')
   t.equal(monitor?.apiVersion, 'monitoring.coreos.com/v1')
   t.equal(monitor?.kind, 'ServiceMonitor')
@@ -268,6 +281,9 @@ t.test('the ServiceMonitor scrapes /metrics on a named port of the Service', asy
       `port ${endpoint.port} is a named port of the Service`,
     )
     t.equal(endpoint.path, '/metrics')
+    // /metrics is served on ADMIN_PORT only once it is set (the ConfigMap sets it).
+    const adminPort = (configMap as { data?: Record<string, string> }).data?.ADMIN_PORT
+    t.equal(String(containerPortOf(endpoint.port)), adminPort, "the pods' ADMIN_PORT")
   }
   // Without jobLabel, the operator names the job after the Service: what the rules expect of `up`.
   t.equal(spec.jobLabel, undefined)
