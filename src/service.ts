@@ -26,10 +26,10 @@ import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
 import type { ConcurrencyLimit } from './http/concurrency-limit.js'
 import { listenAt } from './http/listen-at.js'
+import { logDemoCurlOnFirstSnapshot } from './local-demo-log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers, type Releasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
-import type { Snapshot } from './snapshot/types.js'
 import { readSnapshotFile } from './snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from './snapshot-file/snapshot-file-writer.js'
 
@@ -273,44 +273,4 @@ async function listenOnAdminPort(
 async function readServiceVersion(): Promise<string> {
   const text = await readFile(new URL('../package.json', import.meta.url), 'utf8')
   return (JSON.parse(text) as { version: string }).version
-}
-
-/** Every role granted anywhere: the demo user sees every item. */
-function collectGrantedRoles(snapshot: Snapshot): string[] {
-  const roles = new Set<string>()
-  for (const key of snapshot.appKeys)
-    for (const role of snapshot.grantedRoles(key) ?? []) roles.add(role)
-  return [...roles].sort()
-}
-
-function logDemoCurlOnFirstSnapshot(
-  feed: SnapshotFeed,
-  issuer: LocalIssuer,
-  url: string,
-  logger: Logger,
-): void {
-  const unsubscribe = feed.onSwap((snapshot) => {
-    unsubscribe()
-    const [firstApp] = snapshot.appKeys
-    const path = firstApp === undefined ? '/api/v1/apps' : `/api/v1/shell/${firstApp}`
-    const roles = collectGrantedRoles(snapshot)
-    issuer
-      .signToken({
-        sub: 'demo-user',
-        username: 'demo',
-        name: 'Demo User',
-        email: 'demo@example.com',
-        roles,
-        ttlSeconds: 8 * 3600,
-      })
-      .then((token) => {
-        const curl = `curl -H 'Authorization: Bearer ${token}' ${url}${path}`
-        const preview = `${url}/`
-        logger.info(
-          { curl, preview, roles },
-          `local mode ready; try: ${curl} or open the preview page at ${preview}`,
-        )
-      })
-      .catch((error: unknown) => logger.error({ err: error }, 'cannot sign the demo token'))
-  })
 }
