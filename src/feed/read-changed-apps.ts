@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect.js'
 import { type ChangesFound, readSnapshotChanges } from '../db/read-snapshot-rows.js'
 import { type AppRecord, recordApp } from '../snapshot/app-record.js'
 import { groupRowsByApp } from '../snapshot/app-rows.js'
-import { datasetOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
+import { datasetOf, historyOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 
 /**
@@ -24,8 +24,9 @@ export interface ChangedApps {
 /**
  * Reads the apps changed since `since` (every app's revision when undefined) and records those
  * whose revision differs from `base`'s, chunk by chunk as they arrive, yielding every 10 ms. A
- * base of another dataset (sql/007_dataset.sql) knows nothing of this database's revisions:
- * every app is read then.
+ * base of another dataset (sql/007_dataset.sql) or read from another history of the server (a
+ * failover, db/server-history.ts) knows nothing of this database's revisions: every app is read
+ * then, and one whose content is the base's keeps its bytes and ETag (snapshot/build.ts).
  */
 export async function readChangedApps(
   sql: Sql,
@@ -36,13 +37,14 @@ export async function readChangedApps(
   const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
   let sliceStartedAt = performance.now()
   const found = await readSnapshotChanges(sql, {
-    ...(since === undefined ? {} : { since }),
+    ...(since === undefined ? {} : { since, history: base && historyOf(base) }),
     selectApps(found) {
-      const sameDataset = base !== undefined && datasetOf(base) === found.dataset
+      const sameRevisions =
+        base !== undefined && datasetOf(base) === found.dataset && historyOf(base) === found.history
       return found.revisions
         .filter(
           ({ appKey, revision }) =>
-            !sameDataset || revision === null || revisionInSnapshot(base, appKey) !== revision,
+            !sameRevisions || revision === null || revisionInSnapshot(base, appKey) !== revision,
         )
         .map((app) => app.appKey)
     },
