@@ -8,7 +8,7 @@ import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-r
  *   ["crm","42","<hash>",<inventory entry>,["crm-admin"],[]]\t[…content…]\n
  *
  * The header names the format, the service that wrote it, the migrations its rows were read
- * under and the dataset its revisions are of, and carries the body's length and SHA-256.
+ * under, the dataset and server history its revisions are of, and carries the body's length and SHA-256.
  */
 export const FILE_FORMAT = 'shell-data snapshot'
 /** Moves with any change of the layout here or of an app's content (app-content.ts). */
@@ -23,6 +23,11 @@ export interface FileHeader {
   readonly migrations: readonly string[]
   /** sql/007_dataset.sql: the database whose revisions the records hold. */
   readonly dataset: string | null
+  /**
+   * db/server-history.ts: the server history its revisions are of; absent from files written
+   * before it was recorded, which are then compared by content, as after a failover.
+   */
+  readonly history?: string | null
   /** When the snapshot's data were read from the database (ISO 8601). */
   readonly loadedAt: string
   readonly apps: number

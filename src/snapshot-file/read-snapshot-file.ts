@@ -84,5 +84,6 @@ async function decodeSnapshotFile(file: Buffer, migrations: readonly string[]): 
   return assembleSnapshot(records, {
     loadedAt: new Date(header.loadedAt),
     ...(header.dataset === null ? {} : { dataset: header.dataset }),
+    ...(typeof header.history === 'string' ? { history: header.history } : {}),
   })
 }
