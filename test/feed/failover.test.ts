@@ -108,6 +108,8 @@ async function failOverLosingACommit(
   })
   const lostRevision = (await revisionOf(db.primary, 'crm')) ?? ''
   await waitFor(() => appNameOf(feed, 'crm') === 'Lost', 'the commit to be lost, served')
+  // What the instance's file holds now (Persisted snapshot): its revisions are the lost history's.
+  const lostSnapshot = feed.current()
   await db.primary.end()
   await replica.primary.stop()
 
@@ -123,7 +125,7 @@ async function failOverLosingACommit(
   t.equal(await nameOf(onStandby, 'crm'), 'Before', 'set-up: the new primary lacks the lost commit')
   await onNewPrimary(onStandby, lostRevision)
   rw.switchTo(replica.standby.port)
-  return { feed, newPrimary: onStandby, hrView }
+  return { feed, newPrimary: onStandby, hrView, lostSnapshot, url: rw.route(db.primaryUrl) }
 }
 
 t.test('a lost commit is no longer served: the new primary data is', async (t) => {
@@ -139,7 +141,7 @@ t.test('a lost commit is no longer served: the new primary data is', async (t) =
 t.test(
   'a lost commit is not served when the new primary hands its revision to other content',
   async (t) => {
-    const { feed, hrView } = await failOverLosingACommit(t, async (newPrimary, lostRevision) => {
+    const failover = await failOverLosingACommit(t, async (newPrimary, lostRevision) => {
       // Draws what the old primary drew in the lost transaction but the last two: the update's
       // bump draws two more (its insert's default, then its update: sql/005_change_xids.sql).
       await newPrimary`
@@ -152,10 +154,32 @@ t.test(
         'set-up: the new primary gives the lost revision to other content',
       )
     })
+    const { feed, hrView, lostSnapshot, url } = failover
     await waitFor(
       () => appNameOf(feed, 'crm') === 'After',
       () => `the new primary's crm at the lost revision (serving ${appNameOf(feed, 'crm')})`,
     )
     t.equal(viewOf(feed, 'hr'), hrView, 'an app the failover left alone keeps its ETag')
+
+    // An instance that starts from a file written before the failover.
+    if (lostSnapshot === undefined) throw new Error('no snapshot served the lost commit')
+    const restarted = createSnapshotFeed({
+      readUrl: url,
+      feedUrl: url,
+      logger: pino({ level: 'silent' }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      stored: { snapshot: lostSnapshot, maxAgeMs: 60_000 },
+    })
+    restarted.start()
+    t.teardown(() => restarted.close())
+    await waitFor(
+      () => restarted.origin() === 'database',
+      'the restarted instance to read the database',
+    )
+    t.equal(
+      appNameOf(restarted, 'crm'),
+      'After',
+      'its file of the lost history is compared by content',
+    )
   },
 )
