@@ -12,7 +12,7 @@ import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
 import { selectHistory } from './server-history.js'
 
-/** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
+/** One row of `shell.apps`, with its revision (sql/008_revision_ids.sql). */
 export interface AppRow {
   readonly appKey: string
   readonly name: string
@@ -157,11 +157,11 @@ export async function readSnapshotChanges(
     const moved =
       since === undefined
         ? await tx<(AppRevision & { removed: boolean })[]>`
-            select a.app_key as "appKey", r.revision::text as revision, false as removed
+            select a.app_key as "appKey", r.revision_id::text as revision, false as removed
             from shell.apps a left join shell.app_revisions r using (app_key)
             order by a.app_key`
         : await tx<(AppRevision & { removed: boolean })[]>`
-            select r.app_key as "appKey", r.revision::text as revision, a.app_key is null as removed
+            select r.app_key as "appKey", r.revision_id::text as revision, a.app_key is null as removed
             from shell.app_revisions r left join shell.apps a using (app_key)
             where r.changed_xid >= ${since}::xid8
             order by r.app_key`
@@ -217,7 +217,7 @@ async function readAppRows(
     tx`${tx(`${alias}.app_key`)} between ${first} and ${last} and ${tx(`${alias}.app_key`)} = any(${keys}::text[])`
   const [apps, branding, menuItems, grants, labels] = await Promise.all([
     tx<AppRow[]>`
-      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
+      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision_id::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)
       where ${chosen('a')}`,
     tx<BrandingRow[]>`
@@ -288,7 +288,7 @@ export async function readRevisionsChangedSince(
     select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
       pg_is_in_recovery() as "fromStandby", ${selectHistory(sql)}, moved.*
     from (select 1) as one left join (
-      select r.app_key as "appKey", case when a.app_key is null then null else r.revision::text end as revision
+      select r.app_key as "appKey", case when a.app_key is null then null else r.revision_id::text end as revision
       from shell.app_revisions r left join shell.apps a using (app_key)
       where r.changed_xid >= ${watermark}::xid8
     ) as moved on true`

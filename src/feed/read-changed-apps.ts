@@ -24,9 +24,10 @@ export interface ChangedApps {
 /**
  * Reads the apps changed since `since` (every app's revision when undefined) and records those
  * whose revision differs from `base`'s, chunk by chunk as they arrive, yielding every 10 ms. A
- * base of another dataset (sql/007_dataset.sql) or read from another history of the server (a
- * failover, db/server-history.ts) knows nothing of this database's revisions: every app is read
- * then, and one whose content is the base's keeps its bytes and ETag (snapshot/build.ts).
+ * base of another dataset (sql/007_dataset.sql) knows nothing of this database's revisions:
+ * every app is read then. A base of another history of the server (a failover that lost commits,
+ * db/server-history.ts) has every app listed (`since` is of no use there), and its revisions
+ * compared: no write's revision is ever handed out again (sql/008_revision_ids.sql).
  */
 export async function readChangedApps(
   sql: Sql,
@@ -39,12 +40,11 @@ export async function readChangedApps(
   const found = await readSnapshotChanges(sql, {
     ...(since === undefined ? {} : { since, history: base && historyOf(base) }),
     selectApps(found) {
-      const sameRevisions =
-        base !== undefined && datasetOf(base) === found.dataset && historyOf(base) === found.history
+      const sameDataset = base !== undefined && datasetOf(base) === found.dataset
       return found.revisions
         .filter(
           ({ appKey, revision }) =>
-            !sameRevisions || revision === null || revisionInSnapshot(base, appKey) !== revision,
+            !sameDataset || revision === null || revisionInSnapshot(base, appKey) !== revision,
         )
         .map((app) => app.appKey)
     },

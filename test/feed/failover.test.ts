@@ -28,6 +28,8 @@ import { callerWith } from '../snapshot/rows.js'
  * lost revision and the new primary can hand that very revision out again.
  */
 const LOST_DRAWS = 100
+/** Transactions lost after that commit: the new primary's next ones reuse their ids. */
+const LOST_XIDS = 10
 
 /** The name of `appKey` in the snapshot in service. */
 function appNameOf(feed: SnapshotFeed, appKey: string): string | undefined {
@@ -67,6 +69,7 @@ async function nameOf(sql: Sql, appKey: string): Promise<string | undefined> {
 async function failOverLosingACommit(
   t: Test,
   onNewPrimary: (newPrimary: Sql, lostRevision: string) => Promise<void> = async () => {},
+  options: { listen: boolean } = { listen: true },
 ) {
   let replication: TcpProxy | undefined
   const replica = await startStreamingReplica({
@@ -89,7 +92,8 @@ async function failOverLosingACommit(
   const logger = pino({ level: 'silent' })
   const feed = createSnapshotFeed({
     readUrl: rw.route(db.primaryUrl),
-    feedUrl: rw.route(db.primaryUrl),
+    // Port 1: refused, so the check every second alone follows the database.
+    feedUrl: options.listen ? rw.route(db.primaryUrl) : 'postgres://postgres:test@127.0.0.1:1/none',
     logger,
     metrics: createMetrics({ defaultMetrics: false }),
   })
@@ -107,7 +111,16 @@ async function failOverLosingACommit(
     await tx`update shell.apps set name = 'Lost' where app_key = 'crm'`
   })
   const lostRevision = (await revisionOf(db.primary, 'crm')) ?? ''
+  // Transaction ids the new primary hands out again: the instance's watermark is above them.
+  for (let lost = 0; lost < LOST_XIDS; lost += 1) await db.primary`select pg_current_xact_id()`
   await waitFor(() => appNameOf(feed, 'crm') === 'Lost', 'the commit to be lost, served')
+  const [{ lostXmin } = { lostXmin: '' }] = await db.primary<{ lostXmin: string }[]>`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as "lostXmin"`
+  const lostAt = Date.now()
+  await waitFor(
+    () => (feed.snapshotAgeSeconds() ?? Number.POSITIVE_INFINITY) * 1000 < Date.now() - lostAt,
+    'a check to confirm the snapshot (and move its watermark) past the lost transactions',
+  )
   // What the instance's file holds now (Persisted snapshot): its revisions are the lost history's.
   const lostSnapshot = feed.current()
   await db.primary.end()
@@ -125,7 +138,14 @@ async function failOverLosingACommit(
   t.equal(await nameOf(onStandby, 'crm'), 'Before', 'set-up: the new primary lacks the lost commit')
   await onNewPrimary(onStandby, lostRevision)
   rw.switchTo(replica.standby.port)
-  return { feed, newPrimary: onStandby, hrView, lostSnapshot, url: rw.route(db.primaryUrl) }
+  return {
+    feed,
+    newPrimary: onStandby,
+    hrView,
+    lostSnapshot,
+    lostXmin,
+    url: rw.route(db.primaryUrl),
+  }
 }
 
 t.test('a lost commit is no longer served: the new primary data is', async (t) => {
@@ -180,6 +200,26 @@ t.test(
       appNameOf(restarted, 'crm'),
       'After',
       'its file of the lost history is compared by content',
+    )
+  },
+)
+
+t.test(
+  'with no LISTEN, the check finds a commit of the new primary whose transaction id was lost',
+  async (t) => {
+    const { feed, newPrimary, lostXmin } = await failOverLosingACommit(t, async () => {}, {
+      listen: false,
+    })
+    const [{ xid } = { xid: '' }] = await newPrimary<{ xid: string }[]>`
+      update shell.apps set name = 'After' where app_key = 'crm'
+      returning pg_current_xact_id()::text as xid`
+    t.ok(
+      BigInt(xid) < BigInt(lostXmin),
+      `set-up: its id (${xid}) is below the watermark (${lostXmin})`,
+    )
+    await waitFor(
+      () => appNameOf(feed, 'crm') === 'After',
+      () => `the check to find the new primary's commit (serving ${appNameOf(feed, 'crm')})`,
     )
   },
 )
