@@ -85,7 +85,7 @@ export const failover: Scenario = {
       rows,
       notes: [
         `${FAILOVERS} failovers per case, each on a primary and standby of its own with the seed app and ${settings.apps} generated apps; the primary stopped (fast shutdown), the standby promoted with pg_promote(true), one commit relabelling ${ITEM} of ${SEED_APP} made on it, then the -rw proxy switched (open connections cut); timed from pg_promote() returning, /metrics and the shell polled every ${POLL_PAUSE_MS} ms`,
-        'with a commit lost the service reads every app again (another history: db/server-history.ts), comparing content; bytes and ETags of the apps the failover left alone stay the same',
+        "after every promotion (a new history: db/server-history.ts) the service lists every app's revision, a random id per write that no server hands out again (sql/008_revision_ids.sql), and reads the apps whose revision differs: the lost commit's app and the new primary's commit",
       ],
     }
   },
