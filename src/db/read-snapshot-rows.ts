@@ -98,7 +98,7 @@ export interface ChangesFound {
   readonly fromStandby: boolean
   /** Names the database's data (sql/007_dataset.sql): revisions of another dataset say nothing here. */
   readonly dataset: string
-  /** The server's history (server-history.ts): revisions and watermarks of another say nothing here. */
+  /** The server's history (server-history.ts): a watermark of another says nothing here. */
   readonly history: string
 }
 

@@ -2,13 +2,14 @@ import type postgres from './postgres-driver.js'
 
 /**
  * A select-list entry naming the history of the server a query runs on, as
- * `<system identifier>/<timeline>`: revisions (sql/002_app_revisions.sql), transaction ids
- * (sql/005_change_xids.sql) and WAL positions compare only within one history.
+ * `<system identifier>/<timeline>`: transaction ids (the watermark, sql/005_change_xids.sql)
+ * and WAL positions compare only within one history.
  *
  * A promotion starts a new timeline, and after a failover that lost commits (asynchronous
- * replication) the new primary hands out again the revisions, transaction ids and positions the
- * old one had given to the lost commits: the same numbers for other content. A new cluster
- * (a restore from pg_dump) has a system identifier of its own, and transaction ids of its own.
+ * replication) the new primary hands out again the transaction ids and positions the old one had
+ * given to the lost commits: the same numbers for other changes (revisions are ids no server
+ * draws again: sql/008_revision_ids.sql). A new cluster (a restore from pg_dump) has a system
+ * identifier of its own, and transaction ids of its own.
  *
  * On a primary the timeline is the current WAL file's (its first 8 hex digits): right from the
  * promotion on. `pg_control_checkpoint()` would say the old timeline until the promotion's

@@ -198,7 +198,7 @@ export function datasetOf(snapshot: Snapshot): string | undefined {
   return internalsOf(snapshot)?.dataset
 }
 
-/** The server history the snapshot's revisions are of; undefined when not known. */
+/** The server history the snapshot was read from (db/server-history.ts); undefined: not known. */
 export function historyOf(snapshot: Snapshot): string | undefined {
   return internalsOf(snapshot)?.history
 }
