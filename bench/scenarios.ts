@@ -2,6 +2,7 @@ import type { Scenario } from './scenario.js'
 import { audiences } from './scenarios/audiences.js'
 import { compression } from './scenarios/compression.js'
 import { deploy } from './scenarios/deploy.js'
+import { failover } from './scenarios/failover.js'
 import { memory } from './scenarios/memory.js'
 import { newToken } from './scenarios/new-token.js'
 import { outage } from './scenarios/outage.js'
@@ -19,8 +20,9 @@ import { streams } from './scenarios/streams.js'
  * matters: memory is read after the scenarios of cached callers and before
  * the floods of new tokens and reloads; scale terminates the large
  * database's backends and bumps its revisions, which the others reload;
- * page-load, streams, deploy, outage, standby and overload, with services
- * (and for page-load, outage, standby and overload databases) of their own,
+ * page-load, streams, deploy, outage, standby, failover and overload, with
+ * services (and for page-load, outage, standby, failover and overload
+ * databases) of their own,
  * come last, so they leave nothing behind for the others.
  */
 export const SCENARIOS: readonly Scenario[] = [
@@ -37,5 +39,6 @@ export const SCENARIOS: readonly Scenario[] = [
   deploy,
   outage,
   standby,
+  failover,
   overload,
 ]

@@ -243,7 +243,8 @@ async function bumpEveryRevision(databaseUrl: string): Promise<void> {
   try {
     await sql`
       update shell.app_revisions
-      set revision = nextval('shell.app_revision_seq'), changed_xid = pg_current_xact_id()`
+      set revision = nextval('shell.app_revision_seq'), changed_xid = pg_current_xact_id(),
+        revision_id = gen_random_uuid()`
   } finally {
     await sql.end()
   }

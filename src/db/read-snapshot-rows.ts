@@ -10,8 +10,9 @@ import {
 import type { Sql } from './connect.js'
 import type postgres from './postgres-driver.js'
 import { selectColumns } from './select-columns.js'
+import { selectHistory } from './server-history.js'
 
-/** One row of `shell.apps`, with its revision (sql/002_app_revisions.sql). */
+/** One row of `shell.apps`, with its revision (sql/008_revision_ids.sql). */
 export interface AppRow {
   readonly appKey: string
   readonly name: string
@@ -97,10 +98,12 @@ export interface ChangesFound {
   readonly fromStandby: boolean
   /** Names the database's data (sql/007_dataset.sql): revisions of another dataset say nothing here. */
   readonly dataset: string
+  /** The server's history (server-history.ts): a watermark of another says nothing here. */
+  readonly history: string
 }
 
 /** Where a read stands, as each read's first columns give it. */
-type ReadMark = Pick<ChangesFound, 'watermark' | 'fromStandby'>
+type ReadMark = Pick<ChangesFound, 'watermark' | 'fromStandby' | 'history'>
 
 /*
  * The watermark on a hot standby: pg_current_xact_id() cannot run there (SQLSTATE 25006; only
@@ -113,6 +116,8 @@ type ReadMark = Pick<ChangesFound, 'watermark' | 'fromStandby'>
 export interface ReadChangesOptions {
   /** An earlier read's watermark: the apps changed since; undefined: every app. */
   readonly since?: string
+  /** The history `since` is of: on a server of another (a failover), every app is listed. */
+  readonly history?: string
   /**
    * Of the apps found, those whose rows to read (the others are known at their revision), in the
    * order found: the database's order of app keys.
@@ -141,21 +146,22 @@ export async function readSnapshotChanges(
   sql: Sql,
   options: ReadChangesOptions,
 ): Promise<ChangesFound> {
-  const { since } = options
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const [mark] = await tx<(ReadMark & { dataset: string })[]>`
       select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
-        pg_is_in_recovery() as "fromStandby",
+        pg_is_in_recovery() as "fromStandby", ${selectHistory(tx)},
         (select id::text from shell.dataset) as dataset`
     if (mark === undefined) throw new Error('the read returned no watermark')
+    const sameHistory = options.history === undefined || options.history === mark.history
+    const since = sameHistory ? options.since : undefined
     const moved =
       since === undefined
         ? await tx<(AppRevision & { removed: boolean })[]>`
-            select a.app_key as "appKey", r.revision::text as revision, false as removed
+            select a.app_key as "appKey", r.revision_id::text as revision, false as removed
             from shell.apps a left join shell.app_revisions r using (app_key)
             order by a.app_key`
         : await tx<(AppRevision & { removed: boolean })[]>`
-            select r.app_key as "appKey", r.revision::text as revision, a.app_key is null as removed
+            select r.app_key as "appKey", r.revision_id::text as revision, a.app_key is null as removed
             from shell.app_revisions r left join shell.apps a using (app_key)
             where r.changed_xid >= ${since}::xid8
             order by r.app_key`
@@ -211,7 +217,7 @@ async function readAppRows(
     tx`${tx(`${alias}.app_key`)} between ${first} and ${last} and ${tx(`${alias}.app_key`)} = any(${keys}::text[])`
   const [apps, branding, menuItems, grants, labels] = await Promise.all([
     tx<AppRow[]>`
-      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision::text as revision
+      select ${selectColumns(tx, APP_COLUMNS, 'a')}, r.revision_id::text as revision
       from shell.apps a left join shell.app_revisions r using (app_key)
       where ${chosen('a')}`,
     tx<BrandingRow[]>`
@@ -269,6 +275,8 @@ export interface RevisionCheck {
   readonly revisions: ReadonlyMap<string, string | null>
   readonly watermark: string
   readonly fromStandby: boolean
+  /** Null when the query returned no row. */
+  readonly history: string | null
 }
 
 /** What a read since `watermark` would find, without its rows: one small row per changed app. */
@@ -278,9 +286,9 @@ export async function readRevisionsChangedSince(
 ): Promise<RevisionCheck> {
   const rows = await sql<(ReadMark & { appKey: string | null; revision: string | null })[]>`
     select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
-      pg_is_in_recovery() as "fromStandby", moved.*
+      pg_is_in_recovery() as "fromStandby", ${selectHistory(sql)}, moved.*
     from (select 1) as one left join (
-      select r.app_key as "appKey", case when a.app_key is null then null else r.revision::text end as revision
+      select r.app_key as "appKey", case when a.app_key is null then null else r.revision_id::text end as revision
       from shell.app_revisions r left join shell.apps a using (app_key)
       where r.changed_xid >= ${watermark}::xid8
     ) as moved on true`
@@ -291,5 +299,6 @@ export async function readRevisionsChangedSince(
     revisions,
     watermark: first?.watermark ?? watermark,
     fromStandby: first?.fromStandby ?? false,
+    history: first?.history ?? null,
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { readRevisionsChangedSince } from '../db/read-snapshot-rows.js'
-import { revisionInSnapshot } from '../snapshot/build.js'
+import { historyOf, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 import type { ListeningConnection } from './listening-connection.js'
 import type { ReadConnection } from './read-connection.js'
@@ -58,9 +58,12 @@ export function startChangeCheck(options: ChangeCheckOptions): { stop(): void } 
           options.readTimeoutMs,
         )
         position.fromStandby = found.fromStandby
-        const moved = [...found.revisions].some(
-          ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
-        )
+        // Another history (a failover): the watermark and revisions say nothing; compare it all.
+        const moved =
+          found.history !== historyOf(current) ||
+          [...found.revisions].some(
+            ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
+          )
         const announced = listener?.announcedCount()
         // Nothing announced for an interval since a change was found unannounced: deaf.
         if (unannouncedAt !== undefined && unannouncedAt === announced) listener?.recycleDeaf()

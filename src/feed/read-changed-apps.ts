@@ -3,7 +3,7 @@ import type { Sql } from '../db/connect.js'
 import { type ChangesFound, readSnapshotChanges } from '../db/read-snapshot-rows.js'
 import { type AppRecord, recordApp } from '../snapshot/app-record.js'
 import { groupRowsByApp } from '../snapshot/app-rows.js'
-import { datasetOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
+import { datasetOf, historyOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 
 /**
@@ -25,7 +25,9 @@ export interface ChangedApps {
  * Reads the apps changed since `since` (every app's revision when undefined) and records those
  * whose revision differs from `base`'s, chunk by chunk as they arrive, yielding every 10 ms. A
  * base of another dataset (sql/007_dataset.sql) knows nothing of this database's revisions:
- * every app is read then.
+ * every app is read then. A base of another history of the server (a failover that lost commits,
+ * db/server-history.ts) has every app listed (`since` is of no use there), and its revisions
+ * compared: no write's revision is ever handed out again (sql/008_revision_ids.sql).
  */
 export async function readChangedApps(
   sql: Sql,
@@ -36,7 +38,7 @@ export async function readChangedApps(
   const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
   let sliceStartedAt = performance.now()
   const found = await readSnapshotChanges(sql, {
-    ...(since === undefined ? {} : { since }),
+    ...(since === undefined ? {} : { since, history: base && historyOf(base) }),
     selectApps(found) {
       const sameDataset = base !== undefined && datasetOf(base) === found.dataset
       return found.revisions

@@ -5,9 +5,9 @@ import { databaseErrorFields } from '../db/database-errors.js'
 import {
   formatWalPosition,
   type ReplayState,
-  readPrimaryWalEnd,
+  readPrimaryWalTarget,
   readReplayState,
-  type WalPosition,
+  type WalTarget,
 } from '../db/wal-positions.js'
 import type { Metrics } from '../metrics.js'
 import { withDeadline } from './with-deadline.js'
@@ -68,13 +68,16 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
         const first = await onStandby(readReplayState, maxWaitMs)
         if (!first.inRecovery) return
       }
-      const target = await withDeadline(onPrimary(readPrimaryWalEnd), remainingMs())
+      const target = await withDeadline(onPrimary(readPrimaryWalTarget), remainingMs())
       for (let attempt = 1; !signal.aborted; attempt += 1) {
         // The last poll, when the time is up, still gets an answer's time.
         const state = await onStandby(readReplayState, Math.max(remainingMs(), POLL_CAP_MS))
         // Promoted, or never a standby: everything it holds is there to read.
         if (!state.inRecovery) return
-        const caughtUp = state.replayed !== null && state.replayed >= target
+        // The primary answering is one the standby has left (a failover): its position, of the
+        // old timeline, says nothing of what the standby replayed, and may never be reached.
+        if (state.timeline > target.timeline) return
+        const caughtUp = state.replayed !== null && state.replayed >= target.position
         if (caughtUp || remainingMs() === 0) {
           record(startedAt, { caughtUp, target, state })
           return
@@ -90,7 +93,7 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
 
   function record(
     startedAt: number,
-    outcome: { caughtUp: boolean; target: WalPosition; state: ReplayState },
+    outcome: { caughtUp: boolean; target: WalTarget; state: ReplayState },
   ): void {
     metrics.feedReplayWait.observe((performance.now() - startedAt) / 1000)
     if (outcome.caughtUp === !behind) return
@@ -102,9 +105,9 @@ export function createReplayWait(options: ReplayWaitOptions): ReplayWait {
     const { target, state } = outcome
     logger.warn(
       {
-        primaryWalEnd: formatWalPosition(target),
+        primaryWalEnd: formatWalPosition(target.position),
         standbyReplayed: state.replayed === null ? null : formatWalPosition(state.replayed),
-        behindBytes: state.replayed === null ? null : Number(target - state.replayed),
+        behindBytes: state.replayed === null ? null : Number(target.position - state.replayed),
         waitedMs: maxWaitMs,
       },
       `the standby in DATABASE_URL has not replayed a notified commit within ${maxWaitMs / 1000} s; reading it as it is: the check every second serves the change once it is replayed`,

@@ -192,6 +192,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         removedApps,
         loadedAt: readAt,
         dataset: found.dataset,
+        history: found.history,
         // Caught up from the file: served as read now, even where nothing changed.
         renew: served.origin() !== 'database',
       })

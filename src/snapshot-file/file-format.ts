@@ -6,7 +6,7 @@ import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-r
  * and its content's JSON as the snapshot holds it (JSON has no raw tab or newline); a line with
  * the last confirmation; last, the SHA-256 (base64url) of every byte before it.
  *
- *   {"format":"shell-data snapshot","version":2,…,"apps":1,"bytes":123}\n
+ *   {"format":"shell-data snapshot","version":2,…,"history":"7300…/2",…,"apps":1,"bytes":123}\n
  *   ["crm","42","<hash>",<inventory entry>,["crm-admin"],[]]\t[…content…]\n
  *   {"confirmedAt":"2026-11-28T19:52:08.000Z"}\n
  *   <SHA-256 of all of the above>\n
@@ -31,6 +31,11 @@ export interface FileHeader {
   readonly migrations: readonly string[]
   /** sql/007_dataset.sql: the database whose revisions the records hold. */
   readonly dataset: string | null
+  /**
+   * db/server-history.ts: the server history its revisions and watermark are of; null when not
+   * known, and then the first read compares every app by content, as after a failover.
+   */
+  readonly history: string | null
   /** When the snapshot's data were read from the database (ISO 8601). */
   readonly loadedAt: string
   readonly apps: number
@@ -76,6 +81,7 @@ const HEADER_FIELDS: { readonly [Field in keyof FileHeader]-?: FieldCheck } = {
       ? undefined
       : 'is not a list of names',
   dataset: (value) => (value === null ? undefined : isText(value, 0)),
+  history: (value) => (value === null ? undefined : isText(value, 0)),
   loadedAt: isPastTime,
   apps: isCount,
   bytes: isCount,

@@ -126,6 +126,7 @@ async function decodeSnapshotFile(
   const snapshot = assembleSnapshot(records, {
     loadedAt: new Date(header.loadedAt),
     ...(header.dataset === null ? {} : { dataset: header.dataset }),
+    ...(typeof header.history === 'string' ? { history: header.history } : {}),
   })
   return { snapshot, confirmedAt: new Date(confirmedAt) }
 }

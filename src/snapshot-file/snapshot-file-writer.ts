@@ -4,7 +4,7 @@ import { basename, dirname, join } from 'node:path'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { datasetOf, recordsOf } from '../snapshot/build.js'
+import { datasetOf, historyOf, recordsOf } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
 import {
   encodeChecksumLine,
@@ -187,6 +187,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       service: options.serviceVersion,
       migrations: options.migrations,
       dataset: datasetOf(snapshot) ?? null,
+      history: historyOf(snapshot) ?? null,
       loadedAt: snapshot.loadedAt.toISOString(),
       apps: snapshot.appKeys.length,
       bytes,

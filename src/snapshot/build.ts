@@ -21,6 +21,8 @@ export interface AssembleOptions {
   readonly variants?: VariantCache
   /** The dataset the records' revisions are of (sql/007_dataset.sql); default the previous one's. */
   readonly dataset?: string
+  /** The server history the records were read from (db/server-history.ts); default the previous one's. */
+  readonly history?: string
   /** A new snapshot even when nothing changed: its data were read again (`loadedAt`). */
   readonly renew?: boolean
 }
@@ -39,6 +41,7 @@ interface SnapshotInternals {
   /** The view key of each app with windows, at the time of the build; the others' is their content key. */
   readonly timedViewKeys: ReadonlyMap<string, string>
   readonly dataset: string | undefined
+  readonly history: string | undefined
 }
 
 /** Keeps a snapshot's internals off its public face: only builds, the feed and its file read them. */
@@ -119,7 +122,12 @@ export function assembleSnapshot(
   ])
   const changed = [...moved].filter(viewMoved)
   const dataset = options.dataset ?? previous?.dataset
-  const unchanged = changed.length === 0 && !recordsMoved && dataset === previous?.dataset
+  const history = options.history ?? previous?.history
+  const unchanged =
+    changed.length === 0 &&
+    !recordsMoved &&
+    dataset === previous?.dataset &&
+    history === previous?.history
   if (previousSnapshot !== undefined && unchanged && options.renew !== true) return previousSnapshot
   for (const appKey of changed) {
     // A view no snapshot has any more: no request will ask for it or its variants again.
@@ -160,7 +168,7 @@ export function assembleSnapshot(
       return views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
     },
     grantedRoles: (appKey: string) => records.get(appKey)?.grantedRoles,
-    [INTERNALS]: { records, variants, views, timedViewKeys, dataset },
+    [INTERNALS]: { records, variants, views, timedViewKeys, dataset, history },
   })
   return snapshot
 }
@@ -188,6 +196,11 @@ export function revisionInSnapshot(snapshot: Snapshot, appKey: string): string |
 /** The dataset the snapshot's revisions are of; undefined when not read from a database. */
 export function datasetOf(snapshot: Snapshot): string | undefined {
   return internalsOf(snapshot)?.dataset
+}
+
+/** The server history the snapshot was read from (db/server-history.ts); undefined: not known. */
+export function historyOf(snapshot: Snapshot): string | undefined {
+  return internalsOf(snapshot)?.history
 }
 
 /** Every app's record, for the snapshot's file. */

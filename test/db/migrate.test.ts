@@ -106,6 +106,7 @@ t.test('a database of the previous version migrates to labels with no row lost',
     '005_change_xids.sql',
     '006_audiences.sql',
     '007_dataset.sql',
+    '008_revision_ids.sql',
   ])
   t.same(await dump(), before, 'every row as it was')
   const [app] = await db.sql`select default_locale from shell.apps where app_key = 'crm'`

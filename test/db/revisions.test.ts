@@ -18,9 +18,10 @@ const [hrItem] = await sql<{ id: string }[]>`
 const crmItemId = crmItem?.id ?? ''
 const hrItemId = hrItem?.id ?? ''
 
+/** Each app's revision as the loader reads it (sql/008_revision_ids.sql). */
 async function revisions(): Promise<Map<string, string>> {
   const rows = await sql<{ app_key: string; revision: string }[]>`
-    select app_key, revision::text from shell.app_revisions`
+    select app_key, revision_id::text as revision from shell.app_revisions`
   return new Map(rows.map((row) => [row.app_key, row.revision]))
 }
 
@@ -214,4 +215,20 @@ t.test('TRUNCATE moves every revision', async (t) => {
   await sql`truncate shell.menu_role_grants`
   const after = await revisions()
   for (const [appKey, revision] of before) t.not(after.get(appKey), revision, appKey)
+})
+
+t.test('a revision is never handed out again, even by a sequence set back', async (t) => {
+  // As a new primary does after a failover that lost the commits that drew these values.
+  const [{ drawn } = { drawn: '0' }] = await sql<{ drawn: string }[]>`
+    select last_value::text as drawn from shell.app_revision_seq`
+  const seen = new Set<string>()
+  for (const name of ['One', 'Two']) {
+    await sql`update shell.apps set name = ${name} where app_key = 'crm'`
+    seen.add((await revisions()).get('crm') ?? '')
+  }
+  await sql`select setval('shell.app_revision_seq', ${drawn}::bigint)`
+  await sql`update shell.apps set name = 'Three' where app_key = 'crm'`
+  const again = (await revisions()).get('crm') ?? ''
+  t.notOk(seen.has(again), 'the same sequence values, another revision')
+  t.equal(seen.size, 2)
 })

@@ -30,6 +30,11 @@ export interface StreamingReplicaOptions {
    * the primary made it, so that it lags by a known amount.
    */
   readonly applyDelayMs?: number
+  /**
+   * The port the standby streams from, given the primary's: a proxy there can cut replication,
+   * so that the primary commits what the standby never receives (a failover that loses commits).
+   */
+  readonly replicationPort?: (primaryPort: number) => Promise<number>
 }
 
 /**
@@ -50,9 +55,10 @@ export async function startStreamingReplica(
   try {
     await primary.stop()
     const { username, password } = new URL(primary.adminUrl)
+    const replicationPort = (await options.replicationPort?.(primary.port)) ?? primary.port
     standby = await startPrivatePostgres({
       settings: {
-        primary_conninfo: `host=127.0.0.1 port=${primary.port} user=${username} password=${password} application_name=standby`,
+        primary_conninfo: `host=127.0.0.1 port=${replicationPort} user=${username} password=${password} application_name=standby`,
         hot_standby: 'on',
         recovery_min_apply_delay: `${options.applyDelayMs ?? 0}ms`,
         // Reports its replay position to the primary often, so pg_stat_replication is current.

@@ -18,7 +18,7 @@ import {
 
 /** SHA-256 (hex) of the file each format version writes for the data below. */
 const PINNED_LAYOUTS: Readonly<Record<number, string>> = {
-  2: '26b1fb8150039ce2027def289d692a809dcf104ae4b980de257ea4d929bb0da3',
+  2: '30a54597f8502f8d8d6150f78fbd8ddcce0d7423c7e6bba07b5e1a155d5865f5',
 }
 
 const LOADED_AT = new Date('2026-01-02T03:04:05.678Z')
@@ -99,6 +99,7 @@ function layoutOf(): Buffer {
     service: '1.0.0',
     migrations: ['001_schema.sql aaaa'],
     dataset: 'dataset-1',
+    history: '7300000000000000001/2',
     loadedAt: LOADED_AT.toISOString(),
     apps: snapshot.appKeys.length,
     bytes: body.reduce((sum, part) => sum + part.length, 0),

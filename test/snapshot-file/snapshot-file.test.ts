@@ -6,7 +6,7 @@ import pino from 'pino'
 import t, { type Test } from 'tap'
 import { createServedSnapshot } from '../../src/feed/served-snapshot.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
-import { assembleSnapshot, buildSnapshot } from '../../src/snapshot/build.js'
+import { assembleSnapshot, buildSnapshot, historyOf } from '../../src/snapshot/build.js'
 import type { Snapshot, SnapshotOrigin } from '../../src/snapshot/types.js'
 import { FILE_FORMAT_VERSION } from '../../src/snapshot-file/file-format.js'
 import { readSnapshotFile } from '../../src/snapshot-file/read-snapshot-file.js'
@@ -68,7 +68,7 @@ function richSnapshot(crmLabel = 'Leads'): Snapshot {
         { menuItemId: '6', locale: 'en', label: 'Payroll' },
       ],
     },
-    { dataset: 'dataset-1', loadedAt: new Date(now - 5_000) },
+    { dataset: 'dataset-1', history: '7300000000000000001/1', loadedAt: new Date(now - 5_000) },
   )
 }
 
@@ -148,6 +148,7 @@ t.test('a snapshot written and read back answers with the same bytes and tags', 
   t.same(back.appKeys, written.appKeys)
   t.equal(back.appsInventory.tag, written.appsInventory.tag)
   t.equal(back.loadedAt.getTime(), written.loadedAt.getTime(), 'when its data were read')
+  t.equal(historyOf(back), '7300000000000000001/1', 'the server history it was read from')
   t.same(back.grantedRoles('crm'), ['crm-admin', 'crm-sales'])
   t.equal(back.nextChangeAt, written.nextChangeAt, "the window's next instant")
   for (const [appKey, roles, locale] of [
@@ -180,6 +181,7 @@ t.test(
       service: '9.9.9',
       migrations: MIGRATIONS,
       dataset: 'dataset-1',
+      history: '7300000000000000001/1',
       loadedAt: snapshot.loadedAt.toISOString(),
       apps: 2,
       bytes: parts.body.length,
@@ -306,6 +308,8 @@ t.test('a file that cannot be served: one warn line naming it and why, no snapsh
     ['loadedAt in the future', withHeader({ loadedAt: inFuture }), /loadedAt lies in the future/],
     ['service missing', withHeader({ service: undefined }), /header's service is not a string/],
     ['dataset a number', withHeader({ dataset: 7 }), /header's dataset is not a string/],
+    ['history a number', withHeader({ history: 2 }), /header's history is not a string/],
+    ['history missing', withHeader({ history: undefined }), /header's history is not a string/],
     ['apps a string', withHeader({ apps: '2' }), /header's apps is not a count/],
     ['apps negative', withHeader({ apps: -1 }), /header's apps is not a count/],
     ['bytes a fraction', withHeader({ bytes: 1.5 }), /header's bytes is not a count/],
