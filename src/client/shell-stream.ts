@@ -132,7 +132,7 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
       } else {
         await response.arrayBuffer()
         const busy = response.status === 503 || response.status === 429
-        reopenInMs = (busy ? readRetryAfter(response) : undefined) ?? backoff(failures++)
+        reopenInMs = (busy && readRetryAfter(response)) || backoff(failures++)
       }
     } catch {
       // Closed or taken for dead: whoever aborted it decides what follows.
