@@ -3,37 +3,40 @@ import type { GetToken } from './shell-types.js'
 
 /**
  * GETs `url` with the token and the languages; after a 401, once more with a
- * renewed token. `headers` is called as each attempt is sent, after its
+ * renewed token. `headers` is called as each attempt is sent, with its
  * token, which may change the user and with them the tag to revalidate.
  */
 export type FetchWithToken = (
   url: string,
-  headers: () => Record<string, string | null>,
+  headers: (token: string) => Record<string, string | null>,
   signal: AbortSignal,
 ) => Promise<Response>
 
 /**
  * The client's one way to ask the service. `onTokenSub` hears the user each
  * token names (read, not verified) before its request is sent: once a token
- * names its user, only that user's shell may be shown.
+ * names its user, only that user's shell may be shown. `onToken` hears every
+ * token: a new one may be let in where the last was refused (the stream).
  */
 export function createFetchWithToken(
   getToken: GetToken,
   acceptLanguage: string,
   onTokenSub: (sub: string) => void,
+  onToken: (token: string) => void,
 ): FetchWithToken {
   return async (url, headers, signal) => {
     for (let renew = false; ; renew = true) {
       const token = await getToken({ renew })
       const owner = readTokenSub(token)
       if (owner !== undefined) onTokenSub(owner)
-      const sent: Record<string, string> = {}
+      onToken(token)
       const wanted = {
         authorization: `Bearer ${token}`,
         'accept-language': acceptLanguage,
-        ...headers(),
+        ...headers(token),
       }
-      for (const [name, value] of Object.entries(wanted)) if (value) sent[name] = value
+      // The headers with a value: no empty Accept-Language, no If-None-Match without a tag.
+      const sent = Object.entries(wanted).filter((header) => header[1]) as [string, string][]
       // The default cache mode: the browser's cache revalidates what it holds, a request that
       // carries If-None-Match passes it by (its 304 comes to the client), and any other mode
       // would keep Chromium from reusing a CORS preflight.

@@ -76,7 +76,12 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
   /** Hidden for a minute: the stream is given back until the page is shown. */
   let hiddenTooLong = false
 
-  const fetchWithToken = createFetchWithToken(options.getToken, acceptLanguage, switchUser)
+  const fetchWithToken = createFetchWithToken(
+    options.getToken,
+    acceptLanguage,
+    switchUser,
+    (token) => stream.hearToken(token),
+  )
   const stream = createShellStream({
     url: `${shellUrl}/events`,
     fetchWithToken,

@@ -22,10 +22,10 @@ const SHORTEST_STREAM_MS = 1_000
 export interface ShellStreamDeps {
   /** The events' URL. */
   readonly url: string
-  /** GETs with the caller's token (after a 401, once more with a renewed one); `headers` is read after the token. */
+  /** GETs with the caller's token (after a 401, once more with a renewed one); `headers` is read with the token. */
   fetchWithToken(
     url: string,
-    headers: () => Record<string, string>,
+    headers: (token: string) => Record<string, string>,
     signal: AbortSignal,
   ): Promise<Response>
   /** The tag of the shell shown, sent as Last-Event-ID before any event came. */
@@ -40,17 +40,21 @@ export interface ShellStreamDeps {
 }
 
 export interface ShellStream {
-  /** Opens the stream now, unless it is open or opening. */
+  /** Opens the stream now, unless it is open or opening: a `refused` one too (`refresh()`). */
   open(): void
   close(): void
+  /** A token the client got: a `refused` stream opens again when it is not the refused one. */
+  hearToken(token: string): void
 }
 
 /**
  * `opening`: the request is out; `open`: events are read; `waiting`: to be
- * reopened when `timer` fires. While opening or open `timer` is the
- * watchdog, reset by every chunk.
+ * reopened when `timer` fires; `refused`: a renewed token was refused too
+ * (`401` twice in a row), so no reopening, which would only renew tokens in
+ * a loop, until `open()` or another token. While opening or open `timer` is
+ * the watchdog, reset by every chunk.
  */
-type StreamState = 'closed' | 'opening' | 'open' | 'waiting'
+type StreamState = 'closed' | 'opening' | 'open' | 'waiting' | 'refused'
 
 export function createShellStream(deps: ShellStreamDeps): ShellStream {
   let state: StreamState = 'closed'
@@ -58,16 +62,18 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
   let timer: ReturnType<typeof setTimeout> | undefined
   let failures = 0
   let lastEventId = ''
+  /** The token of the stream's last attempt; while `refused`, the one refused. */
+  let sentToken = ''
 
-  /** Every transition; `reopenInMs` is for `waiting`. */
+  /** Every transition; `reopenInMs` is for `waiting`. Live while `open` only. */
   function enter(next: StreamState, reopenInMs = 0): void {
     clearTimeout(timer)
     state = next
+    deps.onLive(next === 'open')
     switch (next) {
       case 'closed':
         abort.abort()
         failures = 0
-        deps.onLive(false)
         break
       case 'opening':
         abort = new AbortController()
@@ -75,11 +81,9 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
         void follow(abort.signal)
         break
       case 'open':
-        deps.onLive(true)
         hear()
         break
       case 'waiting':
-        deps.onLive(false)
         timer = setTimeout(() => enter('opening'), reopenInMs)
         break
     }
@@ -87,9 +91,8 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
 
   function takeForDead(): void {
     abort.abort()
-    deps.onLive(false)
-    deps.onDead()
     enter('opening')
+    deps.onDead()
   }
 
   /** The stream is alive for another SILENT_STREAM_MS: it opens, opened, or a chunk arrived. */
@@ -106,25 +109,30 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
         deps.url,
         // Before any event, the tag of the shell shown (a stored one, say): the service then
         // sends no first event unless the shell has changed since.
-        () => ({ accept: 'text/event-stream', 'last-event-id': lastEventId || deps.shownTag() }),
+        (token) => {
+          sentToken = token
+          return { accept: 'text/event-stream', 'last-event-id': lastEventId || deps.shownTag() }
+        },
         signal,
       )
       if (signal.aborted) return
-      if (response.status === 404) {
-        deps.onGone()
-        return
-      }
+      if (response.status === 404) return deps.onGone()
+      // The renewed token refused too (fetchWithToken renews once): reopening would renew in a loop.
+      if (response.status === 401) return enter('refused')
       if (response.ok && response.body !== null) {
         enter('open')
         await readEvents(response.body, takeEvent, hear)
         // Ended by the service (a shutdown, the token's exp): back soon, with a fresh token.
-        const lasted = Date.now() - openedAt >= SHORTEST_STREAM_MS
-        if (lasted) failures = 0
-        reopenInMs = lasted ? spreadReopening() : backoff(failures++)
+        if (Date.now() - openedAt < SHORTEST_STREAM_MS) {
+          reopenInMs = backoff(failures++)
+        } else {
+          failures = 0
+          reopenInMs = spreadReopening()
+        }
       } else {
         await response.arrayBuffer()
         const busy = response.status === 503 || response.status === 429
-        reopenInMs = (busy ? readRetryAfter(response) : undefined) ?? backoff(failures++)
+        reopenInMs = (busy && readRetryAfter(response)) || backoff(failures++)
       }
     } catch {
       // Closed or taken for dead: whoever aborted it decides what follows.
@@ -138,22 +146,23 @@ export function createShellStream(deps: ShellStreamDeps): ShellStream {
   function takeEvent(type: string, data: string, id: string): void {
     lastEventId = id
     if (type === 'gone') deps.onGone()
-    if (type !== 'shell') return
-    let etag: string
-    try {
-      etag = (JSON.parse(data) as { etag: string }).etag
-    } catch {
-      return
+    // Data that is not JSON is dropped: the next event, or a revalidation, brings the tag.
+    if (type === 'shell') {
+      try {
+        deps.onShell((JSON.parse(data) as { etag: string }).etag)
+      } catch {}
     }
-    deps.onShell(etag)
   }
 
   return {
     open() {
-      if (state === 'closed' || state === 'waiting') enter('opening')
+      if (state !== 'opening' && state !== 'open') enter('opening')
     },
     close() {
       if (state !== 'closed') enter('closed')
+    },
+    hearToken(token) {
+      if (state === 'refused' && token !== sentToken) enter('opening')
     },
   }
 }

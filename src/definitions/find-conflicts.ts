@@ -1,4 +1,4 @@
-import { DEFAULT_LOCALE, ZONES } from '../domain/vocabulary.js'
+import { DEFAULT_LOCALE, isAllowedLink, ZONES } from '../domain/vocabulary.js'
 import { parseInstant } from './instants.js'
 import { formatKey } from './json-path.js'
 import type { DefinitionProblem } from './types.js'
@@ -144,6 +144,38 @@ export function findBadWindows(file: string, apps: LooseApps): DefinitionProblem
         message: 'must be later than visibleFrom',
       })
     }
+  })
+  return problems
+}
+
+/** Characters of a refused link shown in its problem: enough to recognise it, not a whole `data:`. */
+const SHOWN_LINK_LENGTH = 60
+
+/** Links with a scheme other than https:, http: and mailto:, naming the app or item and the field. */
+export function findBadLinks(file: string, apps: LooseApps): DefinitionProblem[] {
+  const problems: DefinitionProblem[] = []
+  const check = (value: unknown, path: string, field: string, owner: string) => {
+    if (typeof value !== 'string' || isAllowedLink(value)) return
+    const shown = JSON.stringify(value.slice(0, SHOWN_LINK_LENGTH))
+    const more = value.length > SHOWN_LINK_LENGTH ? '…' : ''
+    problems.push({
+      file,
+      path: `${path}.${field}`,
+      message: `${field} of ${owner} is ${shown}${more}: not a path, a relative reference or an https:, http: or mailto: URL`,
+    })
+  }
+  apps.forEach((app, appIndex) => {
+    if (app === undefined) return
+    const appPath = `$.apps[${appIndex}]`
+    const owner = typeof app.key === 'string' ? `app "${app.key}"` : appPath
+    check(app.homeUrl, appPath, 'homeUrl', owner)
+    const branding = asLooseObject(app.branding)
+    check(branding?.logoUrl, `${appPath}.branding`, 'logoUrl', owner)
+    check(branding?.faviconUrl, `${appPath}.branding`, 'faviconUrl', owner)
+  })
+  forEachLooseItem(apps, (item, itemPath) => {
+    const owner = typeof item?.id === 'string' ? `item "${item.id}"` : itemPath
+    check(item?.href, itemPath, 'href', owner)
   })
   return problems
 }

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { DEFAULT_LOCALE, mapZones, sortedEntries, type Zone } from '../domain/vocabulary.js'
 import {
+  findBadLinks,
   findBadWindows,
   findDuplicateItemIds,
   findLabelConflicts,
@@ -59,6 +60,7 @@ export function parseDefinitions(text: string, file: string): ParseResult {
     ...findDuplicateItemIds(file, apps),
     ...findLabelConflicts(file, apps),
     ...findBadWindows(file, apps),
+    ...findBadLinks(file, apps),
   )
   if (problems.length > 0) return { ok: false, problems, appKeys }
   return { ok: true, apps: (document as { apps: RawApp[] }).apps.map(normalizeApp), appKeys }

@@ -23,6 +23,27 @@ export const LANGUAGE_TAG_PATTERN = '^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$'
 /** The locale of an app that says nothing else. */
 export const DEFAULT_LOCALE = 'en'
 
+/** The schemes a link may name; anything else (`javascript:`, `data:`, `vbscript:`) is refused. */
+const LINK_SCHEME = /^(https?|mailto):/i
+/** A scheme: a colon before any of `/?#`. Without one, a path or a relative reference. */
+const ANY_SCHEME = /^[^/?#]*:/
+/** What a browser strips from both ends of a URL (C0 controls and space) before it reads it. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the controls are what it matches.
+const URL_ENDS = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g
+/** What a browser removes from anywhere in a URL (tab, line feed, carriage return): `java\tscript:`. */
+const URL_REMOVED = /[\t\n\r]/g
+
+/**
+ * An item's `href`, an app's `homeUrl`, branding's `logoUrl` and `faviconUrl`: a path, a relative
+ * reference, or an `https:`, `http:` or `mailto:` URL, read as a browser reads it (WHATWG URL:
+ * the ends stripped, tabs and line breaks removed), so that no spelling of `javascript:` passes.
+ * An allow-list, not a list of bad schemes. sql/009_link_schemes.sql spells the same rule.
+ */
+export function isAllowedLink(link: string): boolean {
+  const read = link.replace(URL_ENDS, '').replace(URL_REMOVED, '')
+  return !ANY_SCHEME.test(read) || LINK_SCHEME.test(read)
+}
+
 /** Columns the service reads, by field name; the database keeps others (`created_at`) itself. */
 export const APP_COLUMNS = {
   appKey: 'app_key',

@@ -56,8 +56,11 @@ interface EventStream {
   readonly caller: Caller
   readonly languages: readonly string[]
   readonly coding: Coding
-  /** The app's view the stream's tag was last taken from, and that tag. */
-  view: AppView
+  /**
+   * The key of the app's view the stream's tag was last taken from, and that tag. The key, not
+   * the view: a stream holding a view would keep it alive past the view cache's bound.
+   */
+  viewKey: string
   tag: string
   /** Ends the stream at its token's `exp`. */
   expiry: NodeJS.Timeout | undefined
@@ -98,17 +101,22 @@ export function createEventStreams(deps: {
     const snapshot = snapshots.current()
     if (snapshot === undefined) return
     for (const [appKey, streams] of streamsByApp) {
-      const view = snapshot.app(appKey)
+      const viewKey = snapshot.viewKey(appKey)
+      // Made (or found in the cache) only when a stream's view moved.
+      let view: AppView | undefined
       for (const stream of streams) {
-        if (view === undefined) {
+        if (viewKey === undefined) {
           write(stream, formatGoneEvent(appKey))
           metrics.eventsSent.inc({ event: 'gone' })
           endStream(stream, 'gone')
-        } else if (stream.view !== view) {
-          stream.view = view
-          const tag = tagOf(stream)
-          if (tag !== stream.tag) sendShell(stream, tag)
+          continue
         }
+        if (stream.viewKey === viewKey) continue
+        view ??= snapshot.app(appKey)
+        if (view === undefined) continue
+        stream.viewKey = viewKey
+        const tag = tagOf(view, stream)
+        if (tag !== stream.tag) sendShell(stream, tag)
       }
     }
   }
@@ -173,7 +181,7 @@ export function createEventStreams(deps: {
         caller,
         languages,
         coding,
-        view,
+        viewKey: view.viewKey,
         tag: '',
         expiry: undefined,
         ended: false,
@@ -184,7 +192,7 @@ export function createEventStreams(deps: {
       metrics.eventStreams.set(openCount)
       // The reply destroys its body when the client leaves; ended by us, it closes too.
       output.once('close', () => endStream(stream, 'client'))
-      const tag = tagOf(stream)
+      const tag = tagOf(view, stream)
       // A reconnect that already holds the current tag gets no first event; the comment
       // sends the head, so the client sees the stream open.
       if (request.lastEventId === tag) {
@@ -215,6 +223,6 @@ export function createEventStreams(deps: {
  * The ETag (unquoted) a GET of the shell with the stream request's headers would give its caller
  * now: the same response, by the same module, in the same coding. Streams are never compressed.
  */
-function tagOf({ view, caller, languages, coding }: EventStream): string {
+function tagOf(view: AppView, { caller, languages, coding }: EventStream): string {
   return representationTag(buildShellResponse(view, caller, view.localeFor(languages)), coding)
 }

@@ -4,7 +4,8 @@ import type { Coding } from './accept-encoding.js'
 import type { Representation } from './representation.js'
 
 interface LastShell {
-  readonly view: AppView
+  /** The view's key, not the view: a view the cache let go must not stay alive here. */
+  readonly viewKey: string
   readonly locale: string
   readonly coding: Coding
   readonly representation: Representation
@@ -26,7 +27,8 @@ export interface LastShells {
  * last: answered here without the audience, the variant lookup or the representation cache,
  * about a fifth less CPU per warm response (bench/README.md, "The last shell per caller").
  * Held weakly by caller, so an entry leaves with its token cache entry, and dropped whole on a
- * new snapshot, so no old snapshot's views stay alive.
+ * new snapshot. It names the view by its key: holding the view would keep views the bounded view
+ * cache let go (app-views.ts) alive for as long as their callers' tokens are cached.
  */
 export function createLastShells(snapshots: Pick<SnapshotSource, 'onSwap'>): LastShells {
   let lastShells = new WeakMap<Caller, LastShell>()
@@ -36,11 +38,11 @@ export function createLastShells(snapshots: Pick<SnapshotSource, 'onSwap'>): Las
   return {
     representationOf(caller, view, locale, coding, make) {
       const last = lastShells.get(caller)
-      if (last?.view === view && last.locale === locale && last.coding === coding) {
+      if (last?.viewKey === view.viewKey && last.locale === locale && last.coding === coding) {
         return last.representation
       }
       const representation = make()
-      lastShells.set(caller, { view, locale, coding, representation })
+      lastShells.set(caller, { viewKey: view.viewKey, locale, coding, representation })
       return representation
     },
   }

@@ -22,6 +22,7 @@ import {
   RETRY_AFTER_HEADERS,
   textResponse,
 } from '../openapi/documented-responses.js'
+import type { AppView, Snapshot } from '../snapshot/types.js'
 
 /** Server-Sent Events of the caller's shell ETag, with the shell's hooks, language and errors. */
 export function registerEventRoutes(
@@ -80,6 +81,11 @@ export function registerEventRoutes(
         coding: negotiation.coding(headers['accept-encoding']),
         lastEventId: firstHeaderValue(headers['last-event-id']),
       })
+      // The request lives as long as its stream: what the lookup decorated it with would too,
+      // the view past the view cache's bound (the stream follows it by its key) and the snapshot
+      // past the next reload.
+      request.appView = null as unknown as AppView
+      request.snapshot = null as unknown as Snapshot
       return reply.send(body)
     },
   )

@@ -67,6 +67,7 @@ export function createAppView(
 
   return Object.freeze({
     key: appKey,
+    viewKey,
     defaultLocale,
     locales: Object.freeze([...byLowercase.values()].sort(compareCodeUnits)),
     localeFor,

@@ -24,9 +24,11 @@ export interface AppViews {
 
 /**
  * Views kept: the apps in use at once on an instance. Making one again costs its content's parse
- * and its trees (bench/README.md, "scale": an app of 41 items, well under a millisecond).
+ * and its trees (bench/README.md, "scale": an app of 41 items, well under a millisecond). What
+ * remembers a view (a caller's last shell, an event stream) keeps its `viewKey`, not the view, so
+ * this bounds the views alive, and a view made again is never a second copy of one still held.
  */
-const MAX_VIEWS = 500
+export const MAX_VIEWS = 500
 
 export function createAppViews(variants: VariantCache, maxViews = MAX_VIEWS): AppViews {
   const views = new LRUCache<string, AppView>({ max: maxViews })

@@ -168,6 +168,10 @@ export function assembleSnapshot(
       return views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
     },
     grantedRoles: (appKey: string) => records.get(appKey)?.grantedRoles,
+    viewKey(appKey: string) {
+      const record = records.get(appKey)
+      return record && (timedViewKeys.get(appKey) ?? record.contentKey)
+    },
     [INTERNALS]: { records, variants, views, timedViewKeys, dataset, history },
   })
   return snapshot

@@ -45,6 +45,12 @@ export interface ShellVariant {
 
 export interface AppView {
   readonly key: string
+  /**
+   * Names the app's content and which of its items are out of their windows: equal keys, equal
+   * views. What remembers a view to know whether it moved keeps this, not the view, so that a
+   * view the bounded cache let go is not held alive (app-views.ts).
+   */
+  readonly viewKey: string
   /** The language of `menu_items.label`, as stored. */
   readonly defaultLocale: string
   /** The default locale and every locale of the app's labels, as stored, sorted. */
@@ -73,6 +79,8 @@ export interface Snapshot {
   app(appKey: string): AppView | undefined
   /** Every role granted on one of the app's items, sorted, known without making its view. */
   grantedRoles(appKey: string): readonly string[] | undefined
+  /** The `viewKey` of the app's view, known without making the view; undefined: no such app. */
+  viewKey(appKey: string): string | undefined
 }
 
 /** Where the snapshot in service was read: the database, or the file it was kept in. */

@@ -11,7 +11,7 @@ import t from 'tap'
 import { readMetric } from '../helpers/metrics.js'
 import { SEED_SALES_SIDEBAR } from '../helpers/seed-sidebar.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
-import { waitFor } from '../helpers/wait.js'
+import { sleep, waitFor } from '../helpers/wait.js'
 
 /**
  * The client on Node 20's fetch (CONTRACT.md 13, "Anywhere fetch is"), as a
@@ -29,7 +29,7 @@ t.teardown(() => {
 })
 
 const logs = createLogCapture()
-const { url, service, db, token } = await startTestService(t, { logs })
+const { url, service, db, token, jwks } = await startTestService(t, { logs })
 const getToken = () => token({ sub: 'user-1', roles: ['crm-sales'] })
 const openStreams = () => readMetric(service.metrics.eventStreams)
 
@@ -271,6 +271,41 @@ t.test(
     client.close()
   },
 )
+
+/** Past the first reopening of a failed stream (a backoff of at most 1 s): what would come has come. */
+const QUIET_MS = 1_500
+
+t.test('a stream refused with 401 twice in a row is not reopened until refresh()', async (t) => {
+  /** Past exp by more than the service's 30 s of clock tolerance: a real 401, every time. */
+  const expired = await jwks.sign(
+    { sub: 'user-1', realm_access: { roles: ['crm-sales'] } },
+    { expiresInS: -120 },
+  )
+  const asked: boolean[] = []
+  let goodTokens = 1
+  const client = createShellClient({
+    appKey: 'crm',
+    baseUrl: url,
+    storage: null,
+    // The GET asks first and gets a good token; the stream gets the expired one, renewed or not.
+    getToken: ({ renew }) => {
+      asked.push(renew)
+      return goodTokens-- > 0 ? getToken() : expired
+    },
+  })
+  await client.ready
+  await waitFor(() => asked.length === 3, 'the stream refused twice')
+  t.same(asked, [false, false, true], 'the GET, then the stream and its one renewal')
+  await sleep(QUIET_MS)
+  t.equal(asked.length, 3, 'not reopened: no loop of renewals')
+  t.match(client.state, { live: false, error: null, stale: false }, 'the shell shown, not live')
+  t.equal(await openStreams(), 0)
+
+  goodTokens = Number.POSITIVE_INFINITY
+  client.refresh()
+  await waitFor(() => client.state.live, 'the stream open again after refresh()')
+  client.close()
+})
 
 t.test('nothing ended in an unhandled rejection', async (t) => {
   // One more turn of the event loop, for rejections reported late.

@@ -107,10 +107,66 @@ t.test('a database of the previous version migrates to labels with no row lost',
     '006_audiences.sql',
     '007_dataset.sql',
     '008_revision_ids.sql',
+    '009_link_schemes.sql',
   ])
   t.same(await dump(), before, 'every row as it was')
   const [app] = await db.sql`select default_locale from shell.apps where app_key = 'crm'`
   t.equal(app?.default_locale, 'en', 'existing apps speak English by default')
   const [labels] = await db.sql`select count(*)::int as count from shell.menu_item_labels`
   t.equal(labels?.count, 0)
+})
+
+t.test('links stored before the check lose their link, and only those', async (t) => {
+  const db = await createEmptyDatabase(t)
+  const dir = await mkdtemp(join(tmpdir(), 'shell-data-migrations-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const files = await readMigrationFiles()
+  for (const file of files.filter((file) => file.name < '009')) {
+    await writeFile(join(dir, file.name), file.sql)
+  }
+  await migrateDatabase(db.sql, { dir })
+  await db.sql`
+    insert into shell.apps (app_key, name, home_url) values
+      ('bad', 'Bad', ${' JavaScript:alert(1)'}), ('good', 'Good', 'https://example.com/good')`
+  await db.sql`
+    insert into shell.branding (app_key, logo_url, favicon_url) values
+      ('bad', ${'java\tscript:alert(1)'}, '/favicon.ico'), ('good', '/logo.svg', 'data:image/png,x')`
+  await db.sql`
+    insert into shell.menu_items (app_key, item_key, zone, label, href) values
+      ('bad', 'evil', 'sidebar', 'Evil', 'vbscript:msgbox(1)'),
+      ('bad', 'fine', 'sidebar', 'Fine', '/bad/fine'),
+      ('good', 'home', 'sidebar', 'Home', 'mailto:help@example.com')`
+  const revisions = () => db.sql<{ app_key: string; revision: string }[]>`
+    select app_key, revision::text from shell.app_revisions order by app_key`
+  const before = await revisions()
+
+  t.same((await migrateDatabase(db.sql)).applied, ['009_link_schemes.sql'])
+  t.same(
+    await db.sql`
+      select a.app_key, a.home_url, b.logo_url, b.favicon_url
+      from shell.apps a join shell.branding b using (app_key) order by a.app_key`,
+    [
+      { app_key: 'bad', home_url: null, logo_url: null, favicon_url: '/favicon.ico' },
+      {
+        app_key: 'good',
+        home_url: 'https://example.com/good',
+        logo_url: '/logo.svg',
+        favicon_url: null,
+      },
+    ],
+  )
+  t.same(
+    await db.sql`select item_key, label, href from shell.menu_items order by item_key`,
+    [
+      { item_key: 'evil', label: 'Evil', href: null },
+      { item_key: 'fine', label: 'Fine', href: '/bad/fine' },
+      { item_key: 'home', label: 'Home', href: 'mailto:help@example.com' },
+    ],
+    'the item stays, without its link',
+  )
+  const after = await revisions()
+  t.ok(
+    after.every((row, index) => row.revision !== before[index]?.revision),
+    'both apps changed: their revisions moved, so instances reload them',
+  )
 })

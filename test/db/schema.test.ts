@@ -11,6 +11,7 @@ import {
   ZONES,
 } from '../../src/domain/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { ACCEPTED_LINKS, REFUSED_LINKS } from '../helpers/link-cases.js'
 
 const db = await createTestDatabase(t)
 const sql = db.sql
@@ -267,6 +268,49 @@ t.test('accepts the edge cases the rules allow', async (t) => {
     'accepted',
   )
 })
+
+/** An insert of a row with `link` in each link column, as psql or an admin tool would write it. */
+const linkInserts: Array<
+  [string, (tx: postgres.TransactionSql, link: string) => Promise<unknown>]
+> = [
+  [
+    'apps.home_url',
+    (tx, link) => tx`insert into shell.apps (app_key, name, home_url) values ('x', 'X', ${link})`,
+  ],
+  [
+    'branding.logo_url',
+    (tx, link) => tx`insert into shell.branding (app_key, logo_url) values ('hr', ${link})`,
+  ],
+  [
+    'branding.favicon_url',
+    (tx, link) => tx`insert into shell.branding (app_key, favicon_url) values ('hr', ${link})`,
+  ],
+  [
+    'menu_items.href',
+    (tx, link) =>
+      tx`insert into shell.menu_items (app_key, item_key, zone, label, href) values ('crm', 'link', 'sidebar', 'Link', ${link})`,
+  ],
+]
+
+for (const [column, insert] of linkInserts) {
+  t.test(
+    `${column}: a path, a relative reference, or an https:, http: or mailto: URL`,
+    async (t) => {
+      for (const link of REFUSED_LINKS) {
+        // A text value cannot hold NUL at all: refused as an invalid byte sequence before any check.
+        const code = link.includes('\u0000') ? '22021' : '23514'
+        t.equal(await sqlStateOf((tx) => insert(tx, link)), code, `refuses ${JSON.stringify(link)}`)
+      }
+      for (const link of ACCEPTED_LINKS) {
+        t.equal(
+          await sqlStateOf((tx) => insert(tx, link)),
+          'accepted',
+          `accepts ${JSON.stringify(link)}`,
+        )
+      }
+    },
+  )
+}
 
 t.test('defaults: position 0, kind link, external false, theme {}', async (t) => {
   const defaults = await inRollback(async (tx) => {

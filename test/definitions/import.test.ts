@@ -5,6 +5,7 @@ import t from 'tap'
 import postgres from '../../src/db/postgres-driver.js'
 import { readAppDefinitions } from '../../src/definitions/app-definitions.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { ACCEPTED_LINKS, REFUSED_LINKS } from '../helpers/link-cases.js'
 import { dumpRows, runCli } from '../helpers/shell-data-cli.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -243,6 +244,42 @@ t.test('an import replaces the app whole: removed items, grants and branding go'
 })
 
 const validApp = { key: 'ok', name: 'OK' }
+
+/** Each refused link in each of the four fields: an app per link, an item per link. */
+const appsWithLinks = (links: readonly string[]) =>
+  links.map((link, index) => ({
+    key: `links-${index}`,
+    name: `Links ${index}`,
+    homeUrl: link,
+    branding: { logoUrl: link, faviconUrl: link },
+    menus: { sidebar: [{ id: `item-${index}`, label: 'Item', href: link }] },
+  }))
+const LINK_PROBLEM = 'not a path, a relative reference or an https:, http: or mailto: URL'
+
+t.test(
+  'paths, relative references and https:, http: and mailto: URLs go in and come out',
+  async (t) => {
+    const db = await createTestDatabase(t)
+    const apps = appsWithLinks(ACCEPTED_LINKS)
+    const result = await runCli(db.url, 'import', await writeDefinitions({ apps }))
+    t.equal(result.code, 0, result.stderr)
+    const stored = new Map((await readAppDefinitions(db.sql)).map((app) => [app.key, app]))
+    for (const { key, homeUrl: link } of apps) {
+      const app = stored.get(key)
+      t.same(
+        [
+          app?.homeUrl,
+          app?.branding?.logoUrl,
+          app?.branding?.faviconUrl,
+          app?.menus.sidebar[0]?.href,
+        ],
+        [link, link, link, link],
+        `${JSON.stringify(link)} stored in each field`,
+      )
+    }
+  },
+)
+
 const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
   ['JSON syntax', '{"apps": [', [['$', /not valid JSON/]]],
   ['no apps', {}, [['$.apps', /is required/]]],
@@ -419,6 +456,30 @@ const badFiles: Array<[string, unknown, Array<[string, RegExp]>]> = [
       ['$.apps[0].menus.sidebar[5].visibleUntil', /must be later than visibleFrom/],
       ['$.apps[0].menus.sidebar[6].visibleUntil', /must be later than visibleFrom/],
     ],
+  ],
+  [
+    'links with another scheme, in any case, with spaces and control characters around or in it',
+    { apps: appsWithLinks(REFUSED_LINKS) },
+    REFUSED_LINKS.flatMap(
+      (_, index): Array<[string, RegExp]> => [
+        [
+          `$.apps[${index}].homeUrl`,
+          new RegExp(`homeUrl of app "links-${index}" is ".+": ${LINK_PROBLEM}$`),
+        ],
+        [
+          `$.apps[${index}].branding.logoUrl`,
+          new RegExp(`logoUrl of app "links-${index}" is .+: ${LINK_PROBLEM}$`),
+        ],
+        [
+          `$.apps[${index}].branding.faviconUrl`,
+          new RegExp(`faviconUrl of app "links-${index}" is .+: ${LINK_PROBLEM}$`),
+        ],
+        [
+          `$.apps[${index}].menus.sidebar[0].href`,
+          new RegExp(`href of item "item-${index}" is .+: ${LINK_PROBLEM}$`),
+        ],
+      ],
+    ),
   ],
   [
     'duplicate app keys',
