@@ -20,7 +20,7 @@ export function findModuleBaseUrl(): string {
   const url = new URL(import.meta.url)
   const at = url.pathname.lastIndexOf('/client/v1/')
   if (at < 0 || !url.protocol.startsWith('http')) {
-    throw new TypeError('createShellClient: a bundled module needs baseUrl')
+    throw new TypeError('baseUrl is needed when bundled')
   }
   return url.origin + url.pathname.slice(0, at)
 }

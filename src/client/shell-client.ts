@@ -292,7 +292,7 @@ export function createShellClient(options: ShellClientOptions): ShellClient {
     close() {
       enter('closed')
       stopFollowingPage()
-      ready.reject(createError({ status: 0, detail: 'the shell client was closed' }))
+      ready.reject(createError({ status: 0, detail: 'the client was closed' }))
     },
   }
 }
