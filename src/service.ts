@@ -70,6 +70,10 @@ export interface ServiceOptions {
   readonly drainDeadlineMs?: number
   /** API requests taken at once; default: the adaptive limit. */
   readonly concurrencyLimit?: ConcurrencyLimit
+  /** Only servers in recovery for this long: standby mode (a minute; tests shorten it). */
+  readonly standbyModeAfterMs?: number
+  /** The clock (ms) of the outages' log lines; tests pass their own to see a minute pass. */
+  readonly now?: () => number
 }
 
 /**
@@ -123,6 +127,8 @@ export async function startService(
       logger,
       metrics,
       ...(stored && { stored: { snapshot: stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
+      standbyModeAfterMs: options.standbyModeAfterMs,
+      now: options.now,
     })
     releasers.add('snapshot feed', () => feed.close())
     if (snapshotFile !== null) {
@@ -141,7 +147,7 @@ export async function startService(
     const migrationSql =
       feedUrl === location.url
         ? null
-        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate' })
+        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate', primary: true })
     if (migrationSql !== null)
       releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
     const preparation = createPreparation()
@@ -182,6 +188,8 @@ export async function startService(
       embedded: location.embedded,
       feed,
       preparation,
+      metrics,
+      now: options.now,
     })
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)

@@ -178,15 +178,15 @@ export function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
   if (prefix === undefined || hosts === undefined || rest === undefined) {
     throw new ConfigError(name, notUrl)
   }
-  const [first, ...others] = hosts.split(',')
-  const { protocol, searchParams } = parseUrl(name, `${prefix}${first}${rest}`, notUrl)
+  const list = hosts.split(',')
+  const { protocol, searchParams } = parseUrl(name, `${prefix}${list[0]}${rest}`, notUrl)
   if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
     throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${protocol}//`)
   }
-  for (const [index, host] of [first, ...others].entries()) {
+  for (const [index, host] of list.entries()) {
     const parsed = parseUrl(name, `postgres://${host}`, notUrl)
     if (parsed.hostname === '' || parsed.host.toLowerCase() !== host.toLowerCase()) {
-      throw new ConfigError(name, `host ${index + 1} of ${others.length + 1} is not host[:port]`)
+      throw new ConfigError(name, `host ${index + 1} of ${list.length} is not host[:port]`)
     }
   }
   const attrs = searchParams.get('target_session_attrs')

@@ -20,6 +20,8 @@ import { sleep, waitFor } from '../helpers/wait.js'
 
 /** The standby lags by this, so that it is seen to lack what the primary was just given. */
 const APPLY_DELAY_MS = 1_000
+/** The service's minute of finding only a standby before it reads one, shortened. */
+const STANDBY_MODE_AFTER_MS = 2_000
 
 const replica = await startStreamingReplica({ applyDelayMs: APPLY_DELAY_MS })
 t.teardown(() => replica.remove())
@@ -37,6 +39,8 @@ function startOnStandby(
     db: { url: db.standbyUrl, name: db.name, sql: db.primary, adminUrl: replica.primary.adminUrl },
     env: { DATABASE_URL: db.standbyUrl, MIGRATE: 'auto', ...env },
     waitForSnapshot: false,
+    // Without FEED_DATABASE_URL, a standby is read once taken for one on purpose: soon, here.
+    standbyModeAfterMs: STANDBY_MODE_AFTER_MS,
   })
 }
 

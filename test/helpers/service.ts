@@ -141,6 +141,10 @@ export interface TestServiceOptions {
   readonly drainDeadlineMs?: number
   /** API requests taken at once (the adaptive limit by default): a test holds its slots. */
   readonly concurrencyLimit?: ConcurrencyLimit
+  /** Only servers in recovery for this long: standby mode (the service's minute by default). */
+  readonly standbyModeAfterMs?: number
+  /** The clock of the outages' log lines (Date.now by default). */
+  readonly now?: () => number
 }
 
 /**
@@ -173,6 +177,8 @@ export async function startTestService(
     metrics: createMetrics({ defaultMetrics: options.defaultMetrics ?? false }),
     drainDeadlineMs: options.drainDeadlineMs,
     concurrencyLimit: options.concurrencyLimit,
+    standbyModeAfterMs: options.standbyModeAfterMs,
+    now: options.now,
   })
   t.teardown(() => service.close())
   if (options.waitForSnapshot ?? true) {
