@@ -19,7 +19,7 @@ import {
   prepareDatabaseThenFeed,
   serveStoredUnlessDatabaseAnswers,
 } from './database-preparation.js'
-import { connectDatabase } from './db/connect.js'
+import { connectDatabase, namesSeveralHosts } from './db/connect.js'
 import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
@@ -143,9 +143,12 @@ export async function startService(
       releasers.add('snapshot file writer', () => writer.close())
     }
     // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
-    // "Migrations"): FEED_DATABASE_URL when it differs. Used at start: closes after 1 min idle.
+    // "Migrations"): FEED_DATABASE_URL when it differs, and among several hosts the one not in
+    // recovery ("Failover"); one host alone may be a standby on purpose, checked, never written
+    // (prepare-schema.ts). Used at start: closes after 1 min idle.
+    const separateFeed = feedUrl !== location.url
     const migrationSql =
-      feedUrl === location.url
+      !separateFeed && !namesSeveralHosts(feedUrl)
         ? null
         : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate', primary: true })
     if (migrationSql !== null)
@@ -179,11 +182,11 @@ export async function startService(
       logger,
       sql,
       schema: {
-        migrations:
-          migrationSql === null
-            ? { sql, variable: 'DATABASE_URL' }
-            : { sql: migrationSql, variable: 'FEED_DATABASE_URL' },
-        reads: migrationSql === null ? null : { sql, variable: 'DATABASE_URL' },
+        migrations: {
+          sql: migrationSql ?? sql,
+          variable: separateFeed ? 'FEED_DATABASE_URL' : 'DATABASE_URL',
+        },
+        reads: separateFeed ? { sql, variable: 'DATABASE_URL' } : null,
       },
       embedded: location.embedded,
       feed,

@@ -49,3 +49,8 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
 export function describeHosts(url: string): string {
   return /^[^:]+:\/\/(?:[^@/?#]*@)?([^/?#]*)/.exec(url)?.[1] ?? 'the database'
 }
+
+/** Several hosts, tried in order (docs/operations.md, "Failover"). */
+export function namesSeveralHosts(url: string): boolean {
+  return describeHosts(url).includes(',')
+}
