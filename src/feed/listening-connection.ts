@@ -155,15 +155,16 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       reconnectAfter(findInRecovery(error))
       return
     }
-    metrics.databaseAttempts.inc({ task: 'listen', result: 'error' })
     failures += 1
     const retryInMs = computeBackoffMs(failures)
     if (listening) {
+      // A loss, not an attempt: the attempts to listen again are counted as they fail.
       logger.warn(
         { ...databaseErrorFields(error), retryInMs },
         'the listening connection was lost; reconnecting, then reading everything again',
       )
     } else {
+      metrics.databaseAttempts.inc({ task: 'listen', result: 'error' })
       outage.failed({ ...databaseErrorFields(error), retryInMs })
       options.onListenFailed(error)
     }
