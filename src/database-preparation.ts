@@ -4,12 +4,14 @@ import type { Logger } from 'pino'
 import type { Config } from './config/config.js'
 import { computeBackoffMs } from './db/backoff.js'
 import type { Sql } from './db/connect.js'
-import { databaseErrorFields } from './db/database-errors.js'
+import { databaseErrorFields, isServerInRecovery } from './db/database-errors.js'
 import { MigrationError } from './db/migrate.js'
+import { createOutageLog } from './db/outage-log.js'
 import { prepareSchema, type SchemaTargets } from './db/prepare-schema.js'
 import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import type { SnapshotFeed } from './feed/snapshot-feed.js'
 import { withDeadline } from './feed/with-deadline.js'
+import type { Metrics } from './metrics.js'
 import type { SnapshotSource } from './snapshot/types.js'
 
 /** For /readyz: the migrations a read-only database lacks, awaited before the feed starts. */
@@ -47,14 +49,28 @@ export async function prepareDatabaseThenFeed(context: {
   embedded: boolean
   feed: SnapshotFeed
   preparation: Preparation
+  metrics: Metrics
+  /** The clock (ms) of the outage's log lines (db/outage-log.ts); tests pass their own. */
+  now?: (() => number) | undefined
 }): Promise<void> {
-  const { config, logger, sql, schema, embedded, feed, preparation } = context
+  const { config, logger, sql, schema, embedded, feed, preparation, metrics } = context
   const { signal } = preparation
+  const outage = createOutageLog({
+    logger,
+    ...(context.now && { now: context.now }),
+    messages: {
+      down: 'database not ready for migrations; retrying within a second, quietly (shell_database_attempts_total counts the attempts)',
+      still: 'database still not ready for migrations; retrying',
+      back: 'the database answers: preparing it',
+    },
+  })
   let lastReason: string | null = null
   for (let attempt = 1; !signal.aborted; attempt += 1) {
     const retryInMs = computeBackoffMs(attempt)
     try {
       const reason = config.migrate === 'auto' ? await prepareSchema(schema, logger) : null
+      metrics.databaseAttempts.inc({ task: 'prepare', result: 'success' })
+      outage.succeeded()
       preparation.awaitSchema(reason)
       if (reason === null) {
         if (embedded) await seedEmptyDatabase(sql, logger)
@@ -66,10 +82,9 @@ export async function prepareDatabaseThenFeed(context: {
       if (error instanceof MigrationError) throw error
       if (signal.aborted) return
       feed.serveStored()
-      logger.warn(
-        { ...databaseErrorFields(error), attempt, retryInMs },
-        'database not ready for migrations; retrying',
-      )
+      const result = isServerInRecovery(error) ? 'in_recovery' : 'error'
+      metrics.databaseAttempts.inc({ task: 'prepare', result })
+      outage.failed({ ...databaseErrorFields(error), retryInMs })
     }
     await sleep(retryInMs, undefined, { signal }).catch(() => {})
   }

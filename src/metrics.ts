@@ -17,6 +17,10 @@ const TOKEN_VERIFICATION_RESULTS = [
 
 export type TokenVerificationResult = (typeof TOKEN_VERIFICATION_RESULTS)[number]
 
+/** The `result` label values of shell_database_attempts_total. */
+const DATABASE_ATTEMPT_RESULTS = ['success', 'error', 'in_recovery'] as const
+export type DatabaseAttemptResult = (typeof DATABASE_ATTEMPT_RESULTS)[number]
+
 /** Why an event stream ended, as shell_event_streams_ended_total counts it. */
 const STREAM_END_REASONS = ['client', 'expired', 'gone', 'overflow', 'shutdown'] as const
 export type StreamEndReason = (typeof STREAM_END_REASONS)[number]
@@ -99,6 +103,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       help: '1 while LISTEN is in place on the listening connection and it has not been found deaf, else 0.',
       registers: [registry],
     }),
+    databaseAttempts: new Counter({
+      name: 'shell_database_attempts_total',
+      help: 'Attempts to put LISTEN in place (task=listen) and to prepare the database at start (task=prepare), by result: success, error (unreachable, refused), in_recovery (the server found was a hot standby). Logged only when the state changes.',
+      labelNames: ['task', 'result'],
+      registers: [registry],
+    }),
     feedReplayWait: new Histogram({
       name: 'shell_feed_replay_wait_seconds',
       help: 'Time a reload asked for by a notification waited for the standby it reads to replay the commit (zero: caught up already); only when reading from a standby. Past 10 it gave up waiting.',
@@ -155,6 +165,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     metrics.jwksFetches.inc({ result }, 0)
     metrics.snapshotFileWrites.inc({ result }, 0)
   }
+  for (const task of ['listen', 'prepare'])
+    for (const result of DATABASE_ATTEMPT_RESULTS) metrics.databaseAttempts.inc({ task, result }, 0)
   for (const result of TOKEN_VERIFICATION_RESULTS) metrics.tokenVerifications.inc({ result }, 0)
   for (const result of ['hit', 'miss']) metrics.tokenCache.inc({ result }, 0)
   for (const event of ['shell', 'gone']) metrics.eventsSent.inc({ event }, 0)

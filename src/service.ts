@@ -19,7 +19,7 @@ import {
   prepareDatabaseThenFeed,
   serveStoredUnlessDatabaseAnswers,
 } from './database-preparation.js'
-import { connectDatabase } from './db/connect.js'
+import { connectDatabase, namesSeveralHosts } from './db/connect.js'
 import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
@@ -80,6 +80,10 @@ export interface ServiceOptions {
    * too) and the start rejects with the signal's reason.
    */
   readonly signal?: AbortSignal
+  /** Only servers in recovery for this long: standby mode (a minute; tests shorten it). */
+  readonly standbyModeAfterMs?: number
+  /** The clock (ms) of the outages' log lines; tests pass their own to see a minute pass. */
+  readonly now?: () => number
 }
 
 /**
@@ -138,6 +142,8 @@ export async function startService(
       logger,
       metrics,
       ...(stored && { stored: { ...stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
+      standbyModeAfterMs: options.standbyModeAfterMs,
+      now: options.now,
     })
     // The writer closes after the feed (releasers run in reverse): a reload that finishes during
     // the shutdown, and the last confirmation, are written. Neither holds anything until started.
@@ -157,11 +163,14 @@ export async function startService(
     }
     releasers.add('snapshot feed', () => feed.close())
     // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
-    // "Migrations"): FEED_DATABASE_URL when it differs. Used at start: closes after 1 min idle.
+    // "Migrations"): FEED_DATABASE_URL when it differs, and among several hosts the one not in
+    // recovery ("Failover"); one host alone may be a standby on purpose, checked, never written
+    // (prepare-schema.ts). Used at start: closes after 1 min idle.
+    const separateFeed = feedUrl !== location.url
     const migrationSql =
-      feedUrl === location.url
+      !separateFeed && !namesSeveralHosts(feedUrl)
         ? null
-        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate' })
+        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate', primary: true })
     if (migrationSql !== null)
       releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
     const preparation = createPreparation()
@@ -204,15 +213,17 @@ export async function startService(
       logger,
       sql,
       schema: {
-        migrations:
-          migrationSql === null
-            ? { sql, variable: 'DATABASE_URL' }
-            : { sql: migrationSql, variable: 'FEED_DATABASE_URL' },
-        reads: migrationSql === null ? null : { sql, variable: 'DATABASE_URL' },
+        migrations: {
+          sql: migrationSql ?? sql,
+          variable: separateFeed ? 'FEED_DATABASE_URL' : 'DATABASE_URL',
+        },
+        reads: separateFeed ? { sql, variable: 'DATABASE_URL' } : null,
       },
       embedded: location.embedded,
       feed,
       preparation,
+      metrics,
+      now: options.now,
     })
     started.catch(() => {})
     if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)

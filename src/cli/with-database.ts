@@ -19,7 +19,12 @@ export async function withDatabase<T>(
   const { config } = context
   const url = options.primary === true ? config.feedDatabaseUrl : config.databaseUrl
   const location = await locateDatabase(url, context.logger)
-  const sql = connectDatabase(location.url, { max: 2, applicationName: 'shell-data-cli' })
+  // Migrations only on a primary: among several hosts, the one not in recovery (docs/operations.md, "Failover").
+  const sql = connectDatabase(location.url, {
+    max: 2,
+    applicationName: 'shell-data-cli',
+    primary: options.primary === true,
+  })
   try {
     if (location.embedded) await migrateDatabase(sql, { logger: context.logger })
     return await work(sql)

@@ -153,17 +153,49 @@ function readOrigin(name: ConfigVariable, entry: string): string {
   return url.origin
 }
 
-/** Checks the shape only; never echoes the value, which may hold a password. */
+/** The `host[:port]` list of a connection string: what lies between `user:password@` and `/database`. */
+const HOSTS_PART = /^([a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?)([^/?#]*)(.*)$/i
+
+/** libpq's choices; `any` is the default. */
+const TARGET_SESSION_ATTRS = [
+  'any',
+  'read-write',
+  'read-only',
+  'primary',
+  'standby',
+  'prefer-standby',
+]
+
+/**
+ * Checks the shape only; never echoes the value, which may hold a password. Several hosts,
+ * comma-separated (`postgres://u:p@db-a:5432,db-b:5432/shell`), are tried in order as libpq
+ * tries them (docs/operations.md, "Failover"); each must be a host with an optional port.
+ */
 export function readPostgresUrl(env: Env, name: ConfigVariable): string | null {
   const text = readString(env, name)
   if (text === null) return null
-  const { protocol } = parseUrl(
-    name,
-    text,
-    'is not a URL (expected postgres://user:password@host:port/database)',
-  )
+  const notUrl = 'is not a URL (expected postgres://user:password@host:port/database)'
+  const [, prefix, hosts, rest] = HOSTS_PART.exec(text) ?? []
+  if (prefix === undefined || hosts === undefined || rest === undefined) {
+    throw new ConfigError(name, notUrl)
+  }
+  const list = hosts.split(',')
+  const { protocol, searchParams } = parseUrl(name, `${prefix}${list[0]}${rest}`, notUrl)
   if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
     throw new ConfigError(name, `scheme must be postgres:// or postgresql://, got ${protocol}//`)
+  }
+  for (const [index, host] of list.entries()) {
+    const parsed = parseUrl(name, `postgres://${host}`, notUrl)
+    if (parsed.hostname === '' || parsed.host.toLowerCase() !== host.toLowerCase()) {
+      throw new ConfigError(name, `host ${index + 1} of ${list.length} is not host[:port]`)
+    }
+  }
+  const attrs = searchParams.get('target_session_attrs')
+  if (attrs !== null && !TARGET_SESSION_ATTRS.includes(attrs)) {
+    throw new ConfigError(
+      name,
+      `target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}, got "${attrs}"`,
+    )
   }
   return text
 }

@@ -8,6 +8,12 @@ export interface ConnectOptions {
   readonly max?: number
   /** Shown in pg_stat_activity, so an operator can tell the service's connections apart. */
   readonly applicationName?: string
+  /**
+   * Only a primary will do (the listening connection, migrations, the reads of an instance that
+   * reads the primary): a server in recovery is left for the next host, and past the last the
+   * query fails with code TARGET_SESSION_ATTRS (db/database-errors.ts, `isServerInRecovery`).
+   */
+  readonly primary?: boolean
   /** For the LISTEN connection: never closed as idle or old, told of notifications and loss. */
   readonly listening?: {
     onNotify(channel: string, payload: string): void
@@ -31,7 +37,20 @@ export function connectDatabase(url: string, options: ConnectOptions = {}): Sql 
     // No named prepared statements: behind a transaction pooler each transaction may get another
     // server connection, where they do not exist. Reloads are rare, so parsing costs little.
     prepare: false,
+    // libpq's `primary`: not in recovery. A primary with default_transaction_read_only on is
+    // still one; migrations check for it (read-only.ts).
+    ...(options.primary === true && { target_session_attrs: 'primary' as const }),
     onnotice: () => {},
     connection: { application_name: options.applicationName ?? 'shell-data' },
   })
+}
+
+/** The `host:port` list of a connection string, for log lines: no user, password or database. */
+export function describeHosts(url: string): string {
+  return /^[^:]+:\/\/(?:[^@/?#]*@)?([^/?#]*)/.exec(url)?.[1] ?? 'the database'
+}
+
+/** Several hosts, tried in order (docs/operations.md, "Failover"). */
+export function namesSeveralHosts(url: string): boolean {
+  return describeHosts(url).includes(',')
 }

@@ -13,7 +13,7 @@ import type postgres from './postgres-driver.js'
  *
  * On a primary the timeline is the current WAL file's (its first 8 hex digits): right from the
  * promotion on. `pg_control_checkpoint()` would say the old timeline until the promotion's
- * checkpoint ends, seconds later (test/feed/failover.test.ts checks which it is), while the new
+ * checkpoint ends, seconds later (test/feed/failover-lost-commits.test.ts checks which it is), while the new
  * primary already takes commits. A standby cannot name its WAL file (SQLSTATE 55000): it says its
  * last restartpoint's timeline, which may lag behind the timeline it replays; a standby that
  * follows a promoted primary without being rewound replays the same history up to the switch,

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino'
 import { computeBackoffMs } from '../db/backoff.js'
-import { connectDatabase, type Sql } from '../db/connect.js'
-import { databaseErrorFields } from '../db/database-errors.js'
+import { connectDatabase, describeHosts, type Sql } from '../db/connect.js'
+import { databaseErrorFields, isServerInRecovery } from '../db/database-errors.js'
+import { createOutageLog } from '../db/outage-log.js'
 import type { Metrics } from '../metrics.js'
 
 /** The channel the schema's triggers notify (sql/001_schema.sql). */
@@ -13,12 +14,36 @@ const CHANGE_CHANNEL = 'shell_changed'
  */
 const DEAF_IN_A_ROW = 2
 /**
- * LISTEN taken not to work, or refused by a hot standby, is tried again this seldom, quietly (the
- * feed's check follows the database meanwhile, and each new LISTEN costs a full reload).
+ * LISTEN taken not to work, or refused by a hot standby past STANDBY_MODE_AFTER_MS, is tried again
+ * this seldom, quietly (the feed's check follows the database meanwhile, and each new LISTEN
+ * costs a full reload).
  */
 const RELISTEN_SELDOM_MS = 60_000
-/** read_only_sql_transaction: how a hot standby refuses LISTEN ("cannot execute LISTEN during recovery"). */
-const REFUSED_IN_RECOVERY = '25006'
+/**
+ * A server in recovery where the address should lead to the primary is left and the address tried
+ * again this often (jittered down to half): a failover's new primary, or a Service that still
+ * leads to the old one for a moment, is found within a second or two (docs/operations.md,
+ * "Failover"); a connection a second per instance costs a standby nothing.
+ */
+const RECOVERY_RETRY_MS = 1_000
+/**
+ * Only servers in recovery for this long, the address is taken to name a standby on purpose
+ * (Reading from a standby, without FEED_DATABASE_URL): LISTEN is then tried once a minute. Longer
+ * than any failover's promotion; short enough that such an instance is ready within a minute.
+ */
+const STANDBY_MODE_AFTER_MS = 60_000
+
+/**
+ * What the address led to, as the attempts found it:
+ * - `primary`: LISTEN took (or nothing was found yet, at the start);
+ * - `inRecovery`: only servers in recovery since `since`; tried again every RECOVERY_RETRY_MS;
+ * - `standbyMode`: only those for STANDBY_MODE_AFTER_MS; tried again once a minute, and the reads
+ *   of an instance without FEED_DATABASE_URL go to the standby (snapshot-feed.ts).
+ */
+type ServerFound =
+  | { readonly name: 'primary' }
+  | { readonly name: 'inRecovery'; readonly since: number; readonly server: string }
+  | { readonly name: 'standbyMode'; readonly server: string }
 
 export interface ListeningConnectionOptions {
   /** FEED_DATABASE_URL: a session-mode connection string. */
@@ -30,6 +55,10 @@ export interface ListeningConnectionOptions {
   onNotify(): void
   /** LISTEN could not be put in place; it is retried. */
   onListenFailed(error: unknown): void
+  /** Only servers in recovery for this long: standby mode. STANDBY_MODE_AFTER_MS by default. */
+  readonly standbyModeAfterMs?: number | undefined
+  /** The clock (ms) for the outage's log and the standby mode's minute; tests pass their own. */
+  readonly now?: (() => number) | undefined
 }
 
 export interface ListeningConnection {
@@ -42,6 +71,8 @@ export interface ListeningConnection {
   announcedCount(): number
   /** A committed change was not announced: the connection is dropped and made again. */
   recycleDeaf(): void
+  /** Only servers in recovery for a minute: the address names a standby, not the primary. */
+  inStandbyMode(): boolean
   /** Runs a query on this connection (the primary's position, for a standby to reach); rejects while there is none. */
   withConnection<T>(read: (sql: Sql) => Promise<T>): Promise<T>
   close(): Promise<void>
@@ -55,14 +86,24 @@ export interface ListeningConnection {
  */
 export function startListening(options: ListeningConnectionOptions): ListeningConnection {
   const { url, logger, metrics } = options
+  const now = options.now ?? Date.now
+  const standbyModeAfterMs = options.standbyModeAfterMs ?? STANDBY_MODE_AFTER_MS
+  const outage = createOutageLog({
+    logger,
+    now,
+    messages: {
+      down: 'cannot listen for changes; retrying within a second, quietly (shell_database_attempts_total counts the attempts)',
+      still: 'still cannot listen for changes; retrying',
+      back: 'the listening connection reaches the database again',
+    },
+  })
+  let found: ServerFound = { name: 'primary' }
   let client: Sql | undefined
   let reconnectTimer: NodeJS.Timeout | undefined
   let failures = 0
   let announced = 0
   let listening = false
   let deafInARow = 0
-  // LISTEN was refused by a hot standby, and that was said.
-  let refusedInRecovery = false
   let closed = false
 
   function connect(): void {
@@ -71,6 +112,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
     const connection: Sql = connectDatabase(url, {
       max: 1,
       applicationName: 'shell-data-feed',
+      primary: true,
       listening: {
         onNotify(channel) {
           if (connection !== client || channel !== CHANGE_CHANNEL) return
@@ -90,8 +132,9 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       () => {
         if (connection !== client) return
         failures = 0
-        if (refusedInRecovery) logger.info('the database takes LISTEN now: no longer a standby')
-        refusedInRecovery = false
+        metrics.databaseAttempts.inc({ task: 'listen', result: 'success' })
+        outage.succeeded()
+        findPrimary()
         // Once taken not to work, LISTEN's answer proves nothing: only a notification does.
         setListening(deafInARow < DEAF_IN_A_ROW)
         logger[deafInARow >= DEAF_IN_A_ROW ? 'debug' : 'info']('listening for changes')
@@ -105,35 +148,82 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   /** Whatever ended it first (the LISTEN failing, the connection closing), it is dropped once. */
   function lose(connection: Sql, error: unknown): void {
     if (connection !== client || closed) return
-    if ((error as { code?: unknown }).code === REFUSED_IN_RECOVERY) {
-      refuseInRecovery(error)
+    if (isServerInRecovery(error)) {
+      metrics.databaseAttempts.inc({ task: 'listen', result: 'in_recovery' })
+      outage.succeeded()
+      options.onListenFailed(error)
+      reconnectAfter(findInRecovery(error))
       return
     }
     failures += 1
     const retryInMs = computeBackoffMs(failures)
-    logger.warn(
-      { ...databaseErrorFields(error), attempt: failures, retryInMs },
-      listening
-        ? 'the listening connection was lost; reconnecting, then reading everything again'
-        : 'cannot listen for changes; retrying',
-    )
-    if (!listening) options.onListenFailed(error)
+    if (listening) {
+      // A loss, not an attempt: the attempts to listen again are counted as they fail.
+      logger.warn(
+        { ...databaseErrorFields(error), retryInMs },
+        'the listening connection was lost; reconnecting, then reading everything again',
+      )
+    } else {
+      metrics.databaseAttempts.inc({ task: 'listen', result: 'error' })
+      outage.failed({ ...databaseErrorFields(error), retryInMs })
+      options.onListenFailed(error)
+    }
     reconnectAfter(retryInMs)
   }
 
-  /** A hot standby refuses LISTEN until promoted: said once, then tried again quietly. */
-  function refuseInRecovery(error: unknown): void {
-    if (!refusedInRecovery) {
-      logger.warn(
-        { ...databaseErrorFields(error), retryInMs: RELISTEN_SELDOM_MS },
-        'cannot LISTEN: the database is a hot standby, which refuses it; set FEED_DATABASE_URL to the primary so that changes arrive within the standby lag. Until then changes are found by checking the database every second, and LISTEN is tried again once a minute',
-      )
-    } else {
-      logger.debug({ retryInMs: RELISTEN_SELDOM_MS }, 'LISTEN refused again: still a standby')
+  /**
+   * The server the address led to is in recovery: said when it starts, then tried again within a
+   * second, quietly, for a minute; past it, standby mode. The delay before the next attempt.
+   */
+  function findInRecovery(error: unknown): number {
+    const server = serverOf(error)
+    switch (found.name) {
+      case 'primary':
+        found = { name: 'inRecovery', since: now(), server }
+        logger.warn(
+          { ...databaseErrorFields(error), server, retryInMs: RECOVERY_RETRY_MS },
+          `the server at ${server} is in recovery (a hot standby), where LISTEN needs the primary: leaving it and trying the address again every second (a failover in progress, or a Service not yet moved); after ${Math.round(standbyModeAfterMs / 1000)} s of this, once a minute`,
+        )
+        return jitter(RECOVERY_RETRY_MS)
+      case 'inRecovery':
+        if (now() - found.since < standbyModeAfterMs) return jitter(RECOVERY_RETRY_MS)
+        found = { name: 'standbyMode', server }
+        logger.warn(
+          { ...databaseErrorFields(error), server, retryInMs: RELISTEN_SELDOM_MS },
+          `cannot LISTEN: the server at ${server} has been a hot standby for ${Math.round(standbyModeAfterMs / 1000)} s, which refuses it; set FEED_DATABASE_URL to the primary so that changes arrive within the standby lag. Until then snapshots are read from the standby, changes are found by checking the database every second, and LISTEN is tried again once a minute`,
+        )
+        return RELISTEN_SELDOM_MS
+      case 'standbyMode':
+        logger.debug(
+          { server, retryInMs: RELISTEN_SELDOM_MS },
+          'LISTEN refused again: still a standby',
+        )
+        return RELISTEN_SELDOM_MS
     }
-    refusedInRecovery = true
-    options.onListenFailed(error)
-    reconnectAfter(RELISTEN_SELDOM_MS)
+  }
+
+  /** LISTEN took: a primary answers; said when servers in recovery were found before. */
+  function findPrimary(): void {
+    switch (found.name) {
+      case 'primary':
+        return
+      case 'inRecovery':
+      case 'standbyMode': {
+        const server = describeHosts(url)
+        logger.info(
+          { server, inRecoveryBefore: found.server },
+          `a primary answers at ${server}: listening there`,
+        )
+        found = { name: 'primary' }
+        return
+      }
+    }
+  }
+
+  /** The server an error came from (the driver names it), else the address's hosts. */
+  function serverOf(error: unknown): string {
+    const { address, port } = error as { address?: unknown; port?: unknown }
+    return typeof address === 'string' ? `${address}:${String(port)}` : describeHosts(url)
   }
 
   function reconnectAfter(delayMs: number): void {
@@ -153,6 +243,7 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   connect()
   return {
     isListening: () => listening,
+    inStandbyMode: () => found.name === 'standbyMode',
     announcedCount: () => announced,
     recycleDeaf() {
       if (closed || client === undefined) return
@@ -186,4 +277,9 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
       await last?.end({ timeout: 1 })
     },
   }
+}
+
+/** Between half and all of `ms`, so that the instances do not all connect at once. */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.5 + 0.5 * Math.random()))
 }

@@ -15,14 +15,23 @@ export interface ReadConnection {
 /**
  * One connection: the feed reads one thing at a time (a reload, a check, a standby's position),
  * and a connection that stops answering must be ended, which a pool cannot do for one of its own.
+ * `primaryOnly`, asked before each read: only a primary will do (an instance that reads the
+ * primary, until standby mode); when the answer changes the connection is made again.
  */
-export function createReadConnection(url: string): ReadConnection {
-  const connect = () => connectDatabase(url, { max: 1, applicationName: 'shell-data-reads' })
+export function createReadConnection(url: string, primaryOnly: () => boolean): ReadConnection {
+  let primary = primaryOnly()
+  const connect = () =>
+    connectDatabase(url, { max: 1, applicationName: 'shell-data-reads', primary })
   let sql = connect()
   let closed = false
   return {
     async run(read, deadlineMs) {
       if (closed) throw new Error('the read connection is closed')
+      if (primaryOnly() !== primary) {
+        primary = !primary
+        void sql.end({ timeout: 0 })
+        sql = connect()
+      }
       const current = sql
       const work = read(current)
       work.catch(() => {})

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { computeBackoffMs } from '../db/backoff.js'
 import { databaseErrorFields, describeDatabaseError } from '../db/database-errors.js'
+import { createOutageLog } from '../db/outage-log.js'
 import type { Metrics } from '../metrics.js'
 import { assembleSnapshot } from '../snapshot/build.js'
 import type { SnapshotSource } from '../snapshot/types.js'
@@ -8,6 +9,7 @@ import { type ReadPosition, startChangeCheck } from './change-check.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
 import { readChangedApps } from './read-changed-apps.js'
 import { createReadConnection } from './read-connection.js'
+import { foldRequests, type ReloadRequest } from './reload-request.js'
 import { createReplayWait } from './replay-wait.js'
 import { createServedSnapshot, type StoredSnapshotWithBound } from './served-snapshot.js'
 
@@ -34,6 +36,10 @@ export interface SnapshotFeedOptions {
   readonly readTimeoutMs?: number
   /** How long a reload waits at most for a standby to replay a notified commit (replay-wait.ts). */
   readonly replayWaitMaxMs?: number
+  /** Only servers in recovery for this long: standby mode (listening-connection.ts; a minute). */
+  readonly standbyModeAfterMs?: number
+  /** The clock (ms) of the outages' log lines (db/outage-log.ts); tests pass their own. */
+  readonly now?: () => number
 }
 
 export interface SnapshotFeed extends SnapshotSource {
@@ -74,14 +80,6 @@ type FeedState =
   | { readonly name: 'stopped' | 'idle' | 'reloading' | 'closed' }
   | { readonly name: 'backingOff'; readonly timer: NodeJS.Timeout }
 
-/** What the next reload must do; requests made while one is pending fold into it. */
-interface ReloadRequest {
-  /** Every app, not only those changed since the watermark: after each LISTEN put in place. */
-  readonly complete: boolean
-  /** A notification or a new LISTEN asked: a standby is waited for first. */
-  readonly announced: boolean
-}
-
 /**
  * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
  * `listenForChanges`. Besides the reload loop (FeedState) and the windows (served-snapshot.ts):
@@ -92,7 +90,23 @@ interface ReloadRequest {
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { logger, metrics } = options
   const readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS
-  const reads = createReadConnection(options.readUrl)
+  // An instance that reads the primary (no FEED_DATABASE_URL of its own) reads only a primary,
+  // until standby mode: after a failover it never serves what a server in recovery holds.
+  const readsPrimary = options.readUrl === options.feedUrl
+  let listener: ListeningConnection | undefined
+  const reads = createReadConnection(
+    options.readUrl,
+    () => readsPrimary && listener?.inStandbyMode() !== true,
+  )
+  const reloadOutage = createOutageLog({
+    logger,
+    ...(options.now && { now: options.now }),
+    messages: {
+      down: 'snapshot reloads fail; keeping the previous snapshot and retrying within a second, quietly (shell_snapshot_reloads_total counts the attempts)',
+      still: 'snapshot reloads still fail; keeping the previous snapshot',
+      back: 'snapshot reloads work again',
+    },
+  })
 
   let state: FeedState = { name: 'stopped' }
   let pending: ReloadRequest | undefined
@@ -108,7 +122,6 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let check: { stop(): void } | undefined
   let reloadLoop: Promise<void> | undefined // close() awaits it: a reload ending then is swapped in
 
-  let listener: ListeningConnection | undefined
   const closing = new AbortController()
   const replayWait = createReplayWait({
     onStandby: (read, deadlineMs) => reads.run(read, deadlineMs),
@@ -199,6 +212,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       position.watermark = found.watermark
       failures = 0
       lastError = null
+      reloadOutage.succeeded()
       position.confirmedAt = Date.now()
       metrics.snapshotReloads.inc({ result: 'success' })
       metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
@@ -211,15 +225,11 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       failures += 1
       lastError = describeDatabaseError(error)
       const retryInMs = computeBackoffMs(failures)
-      logger.warn(
-        {
-          ...databaseErrorFields(error),
-          attempt: failures,
-          retryInMs,
-          kept: served.current() !== undefined,
-        },
-        'snapshot reload failed; keeping the previous snapshot',
-      )
+      reloadOutage.failed({
+        ...databaseErrorFields(error),
+        retryInMs,
+        kept: served.current() !== undefined,
+      })
       // Never reached since the start: what the file holds is served meanwhile.
       if (served.current() === undefined) serveStored()
       return retryInMs
@@ -257,6 +267,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         metrics,
         onListen: () => requestReload({ complete: true, proven: true, announced: true }),
         onNotify: () => requestReload({ announced: true }),
+        standbyModeAfterMs: options.standbyModeAfterMs,
+        now: options.now,
         onListenFailed(error) {
           lastError ??= describeDatabaseError(error)
           // The first load does not wait for LISTEN: a database that allows reads but not
@@ -286,16 +298,5 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
       await reads.close()
       await reloadLoop
     },
-  }
-}
-
-/** One request that does what both ask. */
-function foldRequests(
-  pending: ReloadRequest | undefined,
-  request: Partial<ReloadRequest>,
-): ReloadRequest {
-  return {
-    complete: pending?.complete === true || request.complete === true,
-    announced: pending?.announced === true || request.announced === true,
   }
 }

@@ -123,6 +123,12 @@ t.test('every bad value names its variable', async (t) => {
     [{ DATABASE_URL: 'mysql://x@y/z' }, 'DATABASE_URL'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
     [{ FEED_DATABASE_URL: 'postgres://a@b/c' }, 'FEED_DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://u:p@db-a:5432,,db-b/shell' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://u:p@db-a:5432,db-b:99999/shell' }, 'DATABASE_URL'],
+    [
+      { DATABASE_URL: 'postgres://u:p@db-a/shell?target_session_attrs=primary-ish' },
+      'DATABASE_URL',
+    ],
     [{ OIDC_ISSUER: 'issuer' }, 'OIDC_ISSUER'],
     [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: ' , ' }, 'OIDC_AUDIENCE'],
     [{ OIDC_ISSUER: 'https://i', OIDC_AUDIENCE: 'a', OIDC_JWKS_URL: 'ftp://x' }, 'OIDC_JWKS_URL'],
@@ -177,6 +183,17 @@ t.test('ADMIN_PORT: unset by default, a port of its own when set', async (t) => 
   t.equal(loadConfig({ PORT: '0', ADMIN_PORT: '0' }).adminPort, 0, 'any free port, as PORT=0')
   const same = t.throws(() => loadConfig({ ADMIN_PORT: '8080' })) as ConfigError
   t.equal(same.message, 'ADMIN_PORT: 8080 is PORT too; the admin port needs its own')
+})
+
+t.test('DATABASE_URL and FEED_DATABASE_URL may name several hosts, tried in order', async (t) => {
+  const twoHosts = 'postgres://shell:secret@db-a:5432,db-b:5433/shell'
+  const config = loadConfig({
+    DATABASE_URL: twoHosts,
+    FEED_DATABASE_URL: `${twoHosts}?sslmode=require`,
+  })
+  t.equal(config.databaseUrl, twoHosts, 'kept as written: the driver tries the hosts')
+  t.equal(config.feedDatabaseUrl, `${twoHosts}?sslmode=require`)
+  t.ok(loadConfig({ DATABASE_URL: 'postgresql://db-a,db-b,db-c/shell?target_session_attrs=any' }))
 })
 
 t.test('a database URL is never echoed in the error', async (t) => {

@@ -20,6 +20,8 @@ import { sleep, waitFor } from '../helpers/wait.js'
 
 /** The standby lags by this, so that it is seen to lack what the primary was just given. */
 const APPLY_DELAY_MS = 1_000
+/** The service's minute of finding only a standby before it reads one, shortened. */
+const STANDBY_MODE_AFTER_MS = 2_000
 
 const replica = await startStreamingReplica({ applyDelayMs: APPLY_DELAY_MS })
 t.teardown(() => replica.remove())
@@ -37,6 +39,8 @@ function startOnStandby(
     db: { url: db.standbyUrl, name: db.name, sql: db.primary, adminUrl: replica.primary.adminUrl },
     env: { DATABASE_URL: db.standbyUrl, MIGRATE: 'auto', ...env },
     waitForSnapshot: false,
+    // Without FEED_DATABASE_URL, a standby is read once taken for one on purpose: soon, here.
+    standbyModeAfterMs: STANDBY_MODE_AFTER_MS,
   })
 }
 
@@ -116,6 +120,37 @@ t.test(
       lines.some((line) => line.level === 40 && /FEED_DATABASE_URL/.test(line.msg)),
       'LISTEN refused, with FEED_DATABASE_URL named',
     )
+  },
+)
+
+t.test(
+  'DATABASE_URL with the standby first, then the primary: migrated, listening and read on the primary',
+  async (t) => {
+    const db = await createReplicatedDatabase(t, replica, { migrated: false })
+    const hosts = `127.0.0.1:${replica.standby.port},127.0.0.1:${replica.primary.port}`
+    const databaseUrl = db.primaryUrl.replace(/@[^/]+\//, `@${hosts}/`)
+    t.not(databaseUrl, db.primaryUrl, 'set-up: two hosts in the URL')
+    const logs = createLogCapture()
+    const { url, service } = await startTestService(t, {
+      logs,
+      db: { url: databaseUrl, name: db.name, sql: db.primary, adminUrl: replica.primary.adminUrl },
+      env: { DATABASE_URL: databaseUrl, MIGRATE: 'auto' },
+      waitForSnapshot: false,
+    })
+    await service.started
+    const applied = await db.primary<{ name: string }[]>`
+      select name from shell.schema_migrations order by name`
+    t.same(
+      applied.map((row) => row.name),
+      migrationNames,
+      'every migration applied on the primary, the second host',
+    )
+    await importSeeds(db.primary)
+    await waitFor(async () => (await httpRequest(url, '/readyz')).status === 200, 'ready')
+    await waitFor(async () => (await readMetric(service.metrics.feedListening)) === 1, 'LISTEN')
+    const [standbyReads] = await db.standby<{ count: number }[]>`
+      select count(*)::int as count from pg_stat_activity where application_name like 'shell-data%'`
+    t.equal(standbyReads?.count, 0, 'no connection of the instance stays on the standby')
   },
 )
 

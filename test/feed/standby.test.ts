@@ -263,15 +263,28 @@ t.test('reading from the primary itself, nothing waits and nothing is observed',
 })
 
 t.test(
-  'a standby without FEED_DATABASE_URL: said once, not listening, fresh by the check',
+  'a standby without FEED_DATABASE_URL: a primary sought for a while, then read; said twice, not listening, fresh by the check',
   async (t) => {
     const db = await createReplicatedDatabase(t, replica)
-    const { feed, metrics, lines } = startFeed(t, db.standbyUrl, db.standbyUrl)
-    await waitFor(() => appNameOf(feed) === 'CRM', 'the first snapshot, without LISTEN')
+    const standbyModeAfterMs = 2_000
+    const startedAt = performance.now()
+    const { feed, metrics, lines } = startFeed(t, db.standbyUrl, db.standbyUrl, {
+      standbyModeAfterMs,
+    })
     const refusals = () => lines.filter((line) => /LISTEN/.test(line.msg) && line.level >= 20)
     await waitFor(() => refusals().length > 0, 'LISTEN refused')
-    const [warning] = refusals()
-    t.equal(warning?.level, 40, 'a warn line')
+    const [sought] = refusals()
+    t.equal(sought?.level, 40, 'a warn line')
+    t.match(sought?.msg, /in recovery/, 'that says the server is in recovery')
+    t.match(sought?.msg, `127.0.0.1:${replica.standby.port}`, 'and names it')
+    t.equal(feed.current(), undefined, 'its data are not read meanwhile: a primary is sought')
+    await waitFor(() => appNameOf(feed) === 'CRM', 'the first snapshot, without LISTEN')
+    t.ok(
+      performance.now() - startedAt >= standbyModeAfterMs,
+      'read from the standby once it was the only server found for the while',
+    )
+    const [, warning] = refusals()
+    t.equal(warning?.level, 40, 'then a warn line')
     t.match(warning?.msg, /FEED_DATABASE_URL/, 'that names FEED_DATABASE_URL')
     t.equal(await readMetric(metrics.feedListening), 0, 'shell_feed_listening is 0')
     for (let round = 1; round <= 2; round += 1) {
@@ -285,7 +298,7 @@ t.test(
       )
     }
     t.ok((feed.snapshotAgeSeconds() ?? Number.POSITIVE_INFINITY) < 2, 'the snapshot is fresh')
-    t.equal(refusals().length, 1, 'LISTEN not tried again within the minute')
+    t.equal(refusals().length, 2, 'LISTEN not tried again within the minute')
     t.equal(await readMetric(metrics.feedListening), 0, 'and still 0')
     t.same(await replayWaits(metrics), { count: 0, sum: 0 }, 'nothing announced, nothing waited')
   },

@@ -143,6 +143,10 @@ export interface TestServiceOptions {
   readonly concurrencyLimit?: ConcurrencyLimit
   /** How often the snapshot file records a newer confirmation (a minute by default). */
   readonly snapshotFileConfirmIntervalMs?: number
+  /** Only servers in recovery for this long: standby mode (the service's minute by default). */
+  readonly standbyModeAfterMs?: number
+  /** The clock of the outages' log lines (Date.now by default). */
+  readonly now?: () => number
 }
 
 /**
@@ -176,6 +180,8 @@ export async function startTestService(
     drainDeadlineMs: options.drainDeadlineMs,
     concurrencyLimit: options.concurrencyLimit,
     snapshotFileConfirmIntervalMs: options.snapshotFileConfirmIntervalMs,
+    standbyModeAfterMs: options.standbyModeAfterMs,
+    now: options.now,
   })
   t.teardown(() => service.close())
   if (options.waitForSnapshot ?? true) {

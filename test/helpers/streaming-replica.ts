@@ -20,6 +20,11 @@ export interface StreamingReplica {
   readonly standby: PrivatePostgres
   /** Resolves once the standby has replayed everything the primary had written when it was called. */
   caughtUp(): Promise<void>
+  /**
+   * Promotes the standby (`pg_promote()`, as a failover operator does) and resolves once it takes
+   * writes. Its WAL receiver stops: it no longer follows `primary`, whatever state that is in.
+   */
+  promote(): Promise<void>
   /** Stops both and deletes their data; safe to call twice. */
   remove(): Promise<void>
 }
@@ -95,6 +100,18 @@ export async function startStreamingReplica(
         }, 'the standby to replay the primary')
       } finally {
         await Promise.all([onPrimary.end(), onStandby.end()])
+      }
+    },
+    async promote() {
+      const onStandby = postgres(made.adminUrl, { max: 1, onnotice: () => {} })
+      try {
+        // Waits (60 s at most) until the promotion is complete: false if it is not by then.
+        const [row] = await onStandby<
+          { promoted: boolean }[]
+        >`select pg_promote(true, 60) as promoted`
+        if (row?.promoted !== true) throw new Error('the standby was not promoted within 60 s')
+      } finally {
+        await onStandby.end()
       }
     },
     async remove() {

@@ -9,7 +9,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
  * last request line: `freeze(which)` silences those, `holdRequests(which)`
  * silences a connection as such a request arrives (a request never answered)
  * until `release()`. It counts the bytes it passes, which the bench reads as
- * bytes on the wire.
+ * bytes on the wire. `retarget(port)` sends new connections to another server,
+ * as a Kubernetes Service does once a failover moved it (CloudNativePG's
+ * `-rw`); with `cut()`, the old server's connections end too.
  */
 export interface TcpProxy {
   readonly port: number
@@ -24,6 +26,8 @@ export interface TcpProxy {
   /** From now on, a request whose request line matches is not passed on, and its connection goes silent. */
   holdRequests(which: (requestLine: string) => boolean): void
   release(): void
+  /** New connections go to this port (on the same host) from now on; open ones are left as they are. */
+  retarget(port: number): void
   close(): Promise<void>
 }
 
@@ -41,8 +45,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   const held: Socket[] = []
   let holding = false
   let heldRequests: ((requestLine: string) => boolean) | undefined
+  let upstreamPort = targetPort
   const pass = (client: Socket) => {
-    const upstream = connect(targetPort, targetHost)
+    const upstream = connect(upstreamPort, targetHost)
     const pair = { client, upstream, frozen: false, lastRequest: '' }
     pairs.add(pair)
     client.on('data', (chunk: Buffer) => {
@@ -113,6 +118,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         pass(client)
         client.resume()
       }
+    },
+    retarget(port) {
+      upstreamPort = port
     },
     async close() {
       for (const client of held.splice(0)) client.destroy()

@@ -88,7 +88,6 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     , statementCount = 1
     , closedTime = 0
     , remaining = 0
-    , hostIndex = 0
     , retries = 0
     , length = 0
     , delay = 0
@@ -112,6 +111,9 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     idleTimer,
     connect(query) {
       initial = query
+      // shell-data fix (porsager/postgres#815): each new connection tries the hosts in order from
+      // the first, as libpq does; `retries` counts the hosts tried by this one.
+      retries = 0
       reconnect()
     },
     terminate,
@@ -282,7 +284,9 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
   }
 
   function connectTimedOut() {
-    errored(Errors.connection('CONNECT_TIMEOUT', options, socket))
+    // shell-data fix (porsager/postgres#988, #815): a host that does not answer in time is left
+    // for the next one, like one that refuses; the query fails only past the last host.
+    error(Errors.connection('CONNECT_TIMEOUT', options, socket))
     socket.destroy()
   }
 
@@ -374,11 +378,9 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
       return socket.connect(options.path)
 
     socket.ssl = ssl
-    socket.connect(port[hostIndex], host[hostIndex])
-    socket.host = host[hostIndex]
-    socket.port = port[hostIndex]
-
-    hostIndex = (hostIndex + 1) % port.length
+    socket.connect(port[retries], host[retries])
+    socket.host = host[retries]
+    socket.port = port[retries]
   }
 
   function reconnect() {
@@ -402,8 +404,13 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
   }
 
   function error(err) {
-    if (connection.queue === queues.connecting && options.host[retries + 1])
+    // shell-data fix (porsager/postgres#815, #988): `retries` was never counted, so a connection
+    // that failed on every host went round them forever, at once, and its query never failed.
+    // Now each host is tried once: past the last, the query fails with the last host's error.
+    if (connection.queue === queues.connecting && initial && retries + 1 < host.length) {
+      retries++
       return
+    }
 
     errored(err)
     while (sent.length)
@@ -611,7 +618,7 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
         if (!backendParameters.in_hot_standby || !backendParameters.default_transaction_read_only)
           return fetchState()
         else if (tryNext(target_session_attrs, backendParameters))
-          return terminate()
+          return leaveServer()
       }
 
       if (needsTypes) {
@@ -847,9 +854,31 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     options.serializers[typarray] = (xs) => arraySerializer(xs, options.serializers[oid], options, typarray)
   }
 
+  // shell-data fix (porsager/postgres#815): the server did not match target_session_attrs. It
+  // is left for the next host; past the last, the query fails with TARGET_SESSION_ATTRS (and the
+  // server's in_hot_standby), where it failed with CONNECTION_DESTROYED, which says nothing of why.
+  function leaveServer() {
+    const mismatch = Object.assign(
+      Errors.connection('TARGET_SESSION_ATTRS', options, socket),
+      { target_session_attrs, in_hot_standby: backendParameters.in_hot_standby }
+    )
+    mismatch.message = 'the server at ' + socket.host + ':' + socket.port + ' does not match target_session_attrs=' +
+      target_session_attrs + (backendParameters.in_hot_standby === 'on' ? ': it is in recovery (a hot standby)' : '')
+    if (retries + 1 < host.length) {
+      retries++
+      // Its close (closed()) connects to the next host, `initial` kept.
+      socket.end(b().X().end())
+      return
+    }
+    error(mismatch)
+    terminate()
+  }
+
   function tryNext(x, xs) {
     return (
-      (x === 'read-write' && xs.default_transaction_read_only === 'on') ||
+      // shell-data fix (porsager/postgres#815): a hot standby reports default_transaction_read_only
+      // off (PostgreSQL 14 and later), yet refuses writes; libpq does not take it as read-write.
+      (x === 'read-write' && (xs.default_transaction_read_only === 'on' || xs.in_hot_standby === 'on')) ||
       (x === 'read-only' && xs.default_transaction_read_only === 'off') ||
       (x === 'primary' && xs.in_hot_standby === 'on') ||
       (x === 'standby' && xs.in_hot_standby === 'off') ||

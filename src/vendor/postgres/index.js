@@ -523,6 +523,9 @@ function parseOptions(a, b) {
 
 function tsa(o, url, env) {
   const x = o.target_session_attrs || url.searchParams.get('target_session_attrs') || env.PGTARGETSESSIONATTRS
+  // shell-data fix: libpq's default, `any`, written out, was refused as not supported.
+  if (x === 'any')
+    return null
   if (!x || ['read-write', 'read-only', 'primary', 'standby', 'prefer-standby'].includes(x))
     return x
 
