@@ -4,80 +4,34 @@ import {
   GRANT_COLUMNS,
   LABEL_COLUMNS,
   MENU_ITEM_COLUMNS,
-  type MenuKind,
-  type Zone,
 } from '../domain/vocabulary.js'
 import type { Sql } from './connect.js'
 import type postgres from './postgres-driver.js'
+import {
+  keepApps,
+  type MovedApp,
+  type ReadMark,
+  readFewChangedApps,
+} from './read-few-changed-apps.js'
 import { selectColumns } from './select-columns.js'
 import { selectHistory } from './server-history.js'
+import type {
+  AppRow,
+  BrandingRow,
+  GrantRow,
+  LabelRow,
+  MenuItemRow,
+  SnapshotRows,
+} from './snapshot-rows.js'
 
-/** One row of `shell.apps`, with its revision (sql/008_revision_ids.sql). */
-export interface AppRow {
-  readonly appKey: string
-  readonly name: string
-  readonly description: string | null
-  readonly homeUrl: string | null
-  /** The language of `menu_items.label`; a language tag. */
-  readonly defaultLocale: string
-  /** Moves with every committed change of the app; null for an app written around the triggers. */
-  readonly revision: string | null
-}
-
-/** One row of `shell.branding`. */
-export interface BrandingRow {
-  readonly appKey: string
-  readonly productName: string | null
-  readonly logoUrl: string | null
-  readonly faviconUrl: string | null
-  readonly primaryColor: string | null
-  readonly accentColor: string | null
-  readonly footerText: string | null
-  /** Parsed jsonb; any JSON value the database holds. */
-  readonly theme: unknown
-}
-
-/** One row of `shell.menu_items`. Ids are bigint in the database, carried as decimal strings. */
-export interface MenuItemRow {
-  readonly id: string
-  readonly appKey: string
-  readonly itemKey: string
-  readonly zone: Zone
-  readonly parentId: string | null
-  readonly position: number
-  readonly kind: MenuKind
-  readonly label: string
-  readonly icon: string | null
-  readonly href: string | null
-  readonly external: boolean
-  /** The share of callers who see it (0 to 100); null: every caller its roles admit. */
-  readonly rolloutPercent: number | null
-  /** Its window, in milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
-}
-
-/** One row of `shell.menu_role_grants`. */
-export interface GrantRow {
-  readonly menuItemId: string
-  readonly role: string
-}
-
-/** One row of `shell.menu_item_labels`. */
-export interface LabelRow {
-  readonly menuItemId: string
-  readonly locale: string
-  readonly label: string
-}
-
-/** The rows of some apps (or all), as one consistent state of the database. */
-export interface SnapshotRows {
-  readonly apps: readonly AppRow[]
-  readonly branding: readonly BrandingRow[]
-  readonly menuItems: readonly MenuItemRow[]
-  readonly grants: readonly GrantRow[]
-  readonly labels: readonly LabelRow[]
-}
+export type {
+  AppRow,
+  BrandingRow,
+  GrantRow,
+  LabelRow,
+  MenuItemRow,
+  SnapshotRows,
+} from './snapshot-rows.js'
 
 /** One app found by a read, at the revision it was read at (null: written around the triggers). */
 export interface AppRevision {
@@ -101,9 +55,6 @@ export interface ChangesFound {
   /** The server's history (server-history.ts): a watermark of another says nothing here. */
   readonly history: string
 }
-
-/** Where a read stands, as each read's first columns give it. */
-type ReadMark = Pick<ChangesFound, 'watermark' | 'fromStandby' | 'history'>
 
 /*
  * The watermark on a hot standby: pg_current_xact_id() cannot run there (SQLSTATE 25006; only
@@ -146,59 +97,94 @@ export async function readSnapshotChanges(
   sql: Sql,
   options: ReadChangesOptions,
 ): Promise<ChangesFound> {
-  return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const [mark] = await tx<(ReadMark & { dataset: string })[]>`
-      select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
-        pg_is_in_recovery() as "fromStandby", ${selectHistory(tx)},
-        (select id::text from shell.dataset) as dataset`
-    if (mark === undefined) throw new Error('the read returned no watermark')
-    const sameHistory = options.history === undefined || options.history === mark.history
-    const since = sameHistory ? options.since : undefined
-    const moved =
-      since === undefined
-        ? await tx<(AppRevision & { removed: boolean })[]>`
-            select a.app_key as "appKey", r.revision_id::text as revision, false as removed
-            from shell.apps a left join shell.app_revisions r using (app_key)
-            order by a.app_key`
-        : await tx<(AppRevision & { removed: boolean })[]>`
-            select r.app_key as "appKey", r.revision_id::text as revision, a.app_key is null as removed
-            from shell.app_revisions r left join shell.apps a using (app_key)
-            where r.changed_xid >= ${since}::xid8
-            order by r.app_key`
-    const found: ChangesFound = {
-      complete: since === undefined,
-      revisions: moved
-        .filter((app) => !app.removed)
-        .map(({ appKey, revision }) => ({ appKey, revision })),
-      removedApps: moved.filter((app) => app.removed).map((app) => app.appKey),
-      ...mark,
-    }
-    // In the database's order of app keys (its collation), as readAppRows' key ranges are.
+  const { since, history } = options
+  const few = since === undefined ? undefined : await readFewChangedApps(sql, since)
+  // A watermark of another history says nothing of this server's changes: every app is listed.
+  if (few !== undefined && (history === undefined || few.mark.history === history)) {
+    const found = changesFound(few.mark, few.moved, false)
     const selected = options.selectApps(found)
-    const chunks: string[][] = []
-    for (let start = 0; start < selected.length; start += APPS_PER_CHUNK) {
-      chunks.push(selected.slice(start, start + APPS_PER_CHUNK))
-    }
-    // Chunks are asked for ahead of the one being built, so the database works meanwhile.
-    const inFlight: Promise<SnapshotRows>[] = []
-    let asked = 0
-    const askNext = () => {
-      const chunk = chunks[asked]
-      if (chunk === undefined) return
-      asked += 1
-      const rows = readAppRows(tx, chunk)
-      // Failed in onRows, the transaction rolls back and fails the reads in flight: not unhandled.
-      rows.catch(() => {})
-      inFlight.push(rows)
-    }
-    while (asked < Math.min(CHUNKS_AHEAD, chunks.length)) askNext()
-    for (let rows = inFlight.shift(); rows !== undefined; rows = inFlight.shift()) {
-      const read = await rows
-      askNext()
-      await options.onRows(read)
-    }
+    if (selected.length > 0) await options.onRows(keepApps(few.rows, new Set(selected)))
+    return found
+  }
+  return sql.begin('isolation level repeatable read read only', async (tx) => {
+    const found = await readChangesFound(tx, since, history)
+    await readInChunks(tx, options.selectApps(found), options.onRows)
     return found
   })
+}
+
+/**
+ * Where the read stands, then which apps there are (or moved since `since`): every app when the
+ * server's history is not the one `since` is of (a failover), as its watermark says nothing here.
+ */
+async function readChangesFound(
+  tx: postgres.TransactionSql,
+  since: string | undefined,
+  history: string | undefined,
+): Promise<ChangesFound> {
+  const [mark] = await tx<ReadMark[]>`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
+      pg_is_in_recovery() as "fromStandby", ${selectHistory(tx)},
+      (select id::text from shell.dataset) as dataset`
+  if (mark === undefined) throw new Error('the read returned no watermark')
+  const after = history === undefined || history === mark.history ? since : undefined
+  const moved = await tx<MovedApp[]>`${
+    after === undefined
+      ? tx`
+          select a.app_key as "appKey", r.revision_id::text as revision, false as removed
+          from shell.apps a left join shell.app_revisions r using (app_key)`
+      : tx`
+          select r.app_key as "appKey", r.revision_id::text as revision, a.app_key is null as removed
+          from shell.app_revisions r left join shell.apps a using (app_key)
+          where r.changed_xid >= ${after}::xid8`
+  } order by 1`
+  return changesFound(mark, moved, after === undefined)
+}
+
+function changesFound(mark: ReadMark, moved: readonly MovedApp[], complete: boolean): ChangesFound {
+  const { watermark, fromStandby, dataset, history } = mark
+  return {
+    complete,
+    revisions: moved
+      .filter((app) => !app.removed)
+      .map(({ appKey, revision }) => ({ appKey, revision })),
+    removedApps: moved.filter((app) => app.removed).map((app) => app.appKey),
+    watermark,
+    fromStandby,
+    dataset,
+    history,
+  }
+}
+
+/** Reads the rows of `selected` chunk by chunk, the next chunks read while one is built. */
+async function readInChunks(
+  tx: postgres.TransactionSql,
+  selected: readonly string[],
+  onRows: ReadChangesOptions['onRows'],
+): Promise<void> {
+  // In the database's order of app keys (its collation), as readAppRows' key ranges are.
+  const chunks: string[][] = []
+  for (let start = 0; start < selected.length; start += APPS_PER_CHUNK) {
+    chunks.push(selected.slice(start, start + APPS_PER_CHUNK))
+  }
+  // Chunks are asked for ahead of the one being built, so the database works meanwhile.
+  const inFlight: Promise<SnapshotRows>[] = []
+  let asked = 0
+  const askNext = () => {
+    const chunk = chunks[asked]
+    if (chunk === undefined) return
+    asked += 1
+    const rows = readAppRows(tx, chunk)
+    // Failed in onRows, the transaction rolls back and fails the reads in flight: not unhandled.
+    rows.catch(() => {})
+    inFlight.push(rows)
+  }
+  while (asked < Math.min(CHUNKS_AHEAD, chunks.length)) askNext()
+  for (let rows = inFlight.shift(); rows !== undefined; rows = inFlight.shift()) {
+    const read = await rows
+    askNext()
+    await onRows(read)
+  }
 }
 
 /**
@@ -284,7 +270,9 @@ export async function readRevisionsChangedSince(
   sql: Sql,
   watermark: string,
 ): Promise<RevisionCheck> {
-  const rows = await sql<(ReadMark & { appKey: string | null; revision: string | null })[]>`
+  const rows = await sql<
+    (Omit<ReadMark, 'dataset'> & { appKey: string | null; revision: string | null })[]
+  >`
     select pg_snapshot_xmin(pg_current_snapshot())::text as watermark,
       pg_is_in_recovery() as "fromStandby", ${selectHistory(sql)}, moved.*
     from (select 1) as one left join (

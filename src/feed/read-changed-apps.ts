@@ -36,7 +36,9 @@ export async function readChangedApps(
 ): Promise<ChangedApps> {
   const records: AppRecord[] = []
   const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
-  let sliceStartedAt = performance.now()
+  // From the first rows built, not from the read's start: the wait for the database blocks nothing,
+  // and a reload of one app is then one task, not one that yields to a loaded loop for nothing.
+  let sliceStartedAt: number | undefined
   const found = await readSnapshotChanges(sql, {
     ...(since === undefined ? {} : { since, history: base && historyOf(base) }),
     selectApps(found) {
@@ -49,6 +51,7 @@ export async function readChangedApps(
         .map((app) => app.appKey)
     },
     async onRows(rows) {
+      sliceStartedAt ??= performance.now()
       for (const appRows of groupRowsByApp(rows)) {
         records.push(recordApp(appRows, held.get(appRows.app.appKey)))
         // Across chunks too: a chunk read ahead resolves at once, in the same task.

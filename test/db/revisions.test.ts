@@ -1,5 +1,7 @@
 import t from 'tap'
+import { connectDatabase } from '../../src/db/connect.js'
 import type postgres from '../../src/db/postgres-driver.js'
+import { FEW_APPS } from '../../src/db/read-few-changed-apps.js'
 import {
   readAllRows,
   readRevisionsChangedSince,
@@ -232,3 +234,50 @@ t.test('a revision is never handed out again, even by a sequence set back', asyn
   t.notOk(seen.has(again), 'the same sequence values, another revision')
   t.equal(seen.size, 2)
 })
+
+t.test(
+  'a commit of one app is read in one statement: a loaded event loop gives each a turn',
+  async (t) => {
+    const statements: string[] = []
+    const counted = connectDatabase(db.url, { max: 1 })
+    t.teardown(() => counted.end())
+    // The driver's debug hook sees every statement sent, BEGIN and COMMIT included.
+    counted.options.debug = (_connection: number, query: string) => {
+      statements.push(query)
+    }
+    const before = await readAllRows(counted)
+    statements.length = 0
+    await sql`update shell.menu_items set label = 'One' where id = ${crmItemId}`
+    const read = await readRowsChangedSince(counted, before.watermark)
+    t.same(
+      read.rows.apps.map((app) => app.appKey),
+      ['crm'],
+    )
+    t.equal(statements.length, 1, 'one statement, no transaction around it')
+  },
+)
+
+t.test(
+  'more apps changed than one statement reads are read by chunk, as a full read reads them',
+  async (t) => {
+    const before = await readAllRows(sql)
+    const appKeys = Array.from({ length: FEW_APPS + 2 }, (_, index) => `many-${index + 10}`)
+    for (const appKey of appKeys) {
+      await sql`insert into shell.apps (app_key, name) values (${appKey}, ${appKey})`
+      await sql`insert into shell.menu_items (app_key, item_key, zone, label) values (${appKey}, 'a', 'sidebar', 'A')`
+    }
+    const read = await readRowsChangedSince(sql, before.watermark)
+    t.equal(read.complete, false)
+    t.same(
+      read.rows.apps.map((app) => app.appKey),
+      appKeys,
+      'every changed app, in key order',
+    )
+    const full = await readAllRows(sql)
+    const ofMany = (rows: readonly { appKey: string }[]) =>
+      rows.filter((row) => appKeys.includes(row.appKey)).map((row) => JSON.stringify(row))
+    t.same(ofMany(read.rows.menuItems), ofMany(full.rows.menuItems), 'their items, value for value')
+    const check = await readRevisionsChangedSince(sql, read.watermark)
+    t.equal(check.revisions.size, 0, 'and the next read starts after them')
+  },
+)
