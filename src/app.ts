@@ -6,7 +6,6 @@ import { createEventStreams } from './events/event-streams.js'
 import type { ApiRouteDeps } from './http/api-conventions.js'
 import { registerAppLookup } from './http/app-lookup.js'
 import { registerAuthentication } from './http/authentication.js'
-import { type ConcurrencyLimit, createAdaptiveConcurrencyLimit } from './http/concurrency-limit.js'
 import { createCors } from './http/cors.js'
 import { drainConnectionsOnClose } from './http/drain-connections.js'
 import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
@@ -20,6 +19,7 @@ import {
 import { createRepresentationCache } from './http/representation-cache.js'
 import { timeRequests } from './http/request-timing.js'
 import { registerShedding } from './http/shed-excess.js'
+import { createStandingQueue, type StandingQueue } from './http/standing-queue.js'
 import type { Metrics } from './metrics.js'
 import { registerDocumentedRoutes } from './openapi/document.js'
 import { sharedSchemas } from './openapi/response-schemas.js'
@@ -52,8 +52,8 @@ export interface AppDeps {
   readonly drainDeadlineMs?: number
   /** Local mode only: the service's own issuer, served under /local-issuer, and the preview page. */
   readonly localIssuer?: LocalIssuer
-  /** API requests taken at once; default: one that adapts (http/concurrency-limit.ts). */
-  readonly concurrencyLimit?: ConcurrencyLimit
+  /** When the API's excess is shed; default: CoDel's rule on the event loop (http/standing-queue.ts). */
+  readonly standingQueue?: StandingQueue
   /** ADMIN_PORT is set: /metrics is served there (admin-app.ts) and is a 404 here. */
   readonly metricsOnAdminPort?: boolean
 }
@@ -107,12 +107,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
   drainConnectionsOnClose(app, { logger: deps.logger, deadlineMs: deps.drainDeadlineMs })
 
-  const concurrencyLimit = deps.concurrencyLimit ?? createAdaptiveConcurrencyLimit()
   // Each made once per instance: nothing is shared with another instance in the process.
   const api: ApiRouteDeps = {
     snapshots: deps.snapshots,
     authenticate: registerAuthentication(app, deps.verifier),
-    shedExcess: registerShedding(app, { limit: concurrencyLimit, metrics: deps.metrics }),
+    shedExcess: registerShedding(app, {
+      queue: deps.standingQueue ?? createStandingQueue(),
+      metrics: deps.metrics,
+    }),
     lookup: registerAppLookup(app, deps.snapshots),
     negotiation: createNegotiation(),
     representations: createRepresentationCache(),

@@ -142,14 +142,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     httpShed: new Counter({
       name: 'shell_http_shed_total',
-      help: 'API requests answered at once with 503 because the instance was at its concurrency limit, by route template.',
+      help: 'API requests answered at once with 503 because the work of the instance stood in a queue, by route template.',
       labelNames: ['route'],
       registers: [registry],
     }),
-    // Beside the counter: how many requests at once the instance took when it shed.
-    httpConcurrencyLimit: new Gauge({
-      name: 'shell_http_concurrency_limit',
-      help: 'API requests this instance takes at once, as its adaptive limit stands now.',
+    // Beside the counter: whether the rule sheds now (http/standing-queue.ts).
+    httpQueueStanding: new Gauge({
+      name: 'shell_http_queue_standing',
+      help: '1 while the API work of this instance stands in a queue (no short turn of its event loop for a second), so that requests met late in a turn are shed; else 0.',
       registers: [registry],
     }),
     eventStreamsEnded: new Counter({

@@ -24,8 +24,8 @@ import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
 import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
-import type { ConcurrencyLimit } from './http/concurrency-limit.js'
 import { listenAt } from './http/listen-at.js'
+import type { StandingQueue } from './http/standing-queue.js'
 import { logDemoCurlOnFirstSnapshot } from './local-demo-log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers, type Releasers } from './releasers.js'
@@ -71,8 +71,8 @@ export interface ServiceOptions {
   readonly metrics?: Metrics
   /** How long the drain waits for open connections; DRAIN_DEADLINE_MS by default. */
   readonly drainDeadlineMs?: number
-  /** API requests taken at once; default: the adaptive limit. */
-  readonly concurrencyLimit?: ConcurrencyLimit
+  /** When the API's excess is shed; default: http/standing-queue.ts (tests force it). */
+  readonly standingQueue?: StandingQueue
   /** How often the snapshot file records a newer confirmation; the writer's default (a minute). */
   readonly snapshotFileConfirmIntervalMs?: number
   /**
@@ -196,7 +196,7 @@ export async function startService(
       verifier,
       corsOrigins: config.corsOrigins,
       eventStreamsMax: config.eventStreamsMax,
-      concurrencyLimit: options.concurrencyLimit,
+      standingQueue: options.standingQueue,
       metricsOnAdminPort: adminUrl !== undefined,
       ...(localIssuer === undefined ? {} : { localIssuer }),
     })

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { findFreePort } from '../src/embedded/embedded.js'
-import { createAdaptiveConcurrencyLimit } from '../src/http/concurrency-limit.js'
+import { createForcedShedding } from './helpers/forced-shedding.js'
 import { bearer, type HttpResponse, httpRequest, rawRequest } from './helpers/http-client.js'
 import { startJwksServer } from './helpers/jwks-server.js'
 import { expectProblem } from './helpers/problem.js'
@@ -22,15 +22,14 @@ import { waitFor } from './helpers/wait.js'
 const db = await createSeededDatabase(t)
 const jwks = await startJwksServer(t)
 const logs = createLogCapture()
-/** A fixed limit whose slots the test takes itself, as test/http/shed-excess.test.ts does. */
-const SLOTS = 2
-const limit = createAdaptiveConcurrencyLimit({ initial: SLOTS, min: SLOTS, max: SLOTS })
+/** Shedding the test switches on itself, as test/http/shed-excess.test.ts does. */
+const shedding = createForcedShedding()
 const { service, url } = await startTestService(t, {
   logs,
   db,
   jwks,
   env: { ADMIN_PORT: '0' },
-  concurrencyLimit: limit,
+  standingQueue: shedding,
 })
 if (service.adminUrl === undefined) throw new Error('ADMIN_PORT set, but no admin address')
 const adminUrl = service.adminUrl
@@ -135,17 +134,14 @@ t.test('without ADMIN_PORT, /metrics is on the API port and in its document', as
 })
 
 t.test('probes on either port and the metrics are never shed', async (t) => {
-  let taken = 0
-  while (limit.tryAcquire(performance.now())) taken += 1
-  t.teardown(() => {
-    for (; taken > 0; taken -= 1) limit.release()
+  await shedding.whileShedding(async () => {
+    t.equal((await httpRequest(url, '/api/v1/apps', bearer(caller))).status, 503, 'the API sheds')
+    for (const path of ['/healthz', '/readyz']) {
+      t.equal((await httpRequest(url, path)).status, 200, `${path} on PORT`)
+      t.equal((await httpRequest(adminUrl, path)).status, 200, `${path} on ADMIN_PORT`)
+    }
+    t.equal((await httpRequest(adminUrl, '/metrics')).status, 200, '/metrics on ADMIN_PORT')
   })
-  t.equal((await httpRequest(url, '/api/v1/apps', bearer(caller))).status, 503, 'the API sheds')
-  for (const path of ['/healthz', '/readyz']) {
-    t.equal((await httpRequest(url, path)).status, 200, `${path} on PORT`)
-    t.equal((await httpRequest(adminUrl, path)).status, 200, `${path} on ADMIN_PORT`)
-  }
-  t.equal((await httpRequest(adminUrl, '/metrics')).status, 200, '/metrics on ADMIN_PORT')
 })
 
 t.test('the start log names both addresses', async (t) => {

@@ -1,22 +1,7 @@
-import type {
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  onRequestAbortHookHandler,
-  onRequestHookHandler,
-  onSendHookHandler,
-  RouteOptions,
-} from 'fastify'
+import type { FastifyInstance, FastifyReply, onRequestHookHandler, RouteOptions } from 'fastify'
 import type { Metrics } from '../metrics.js'
-import type { ConcurrencyLimit } from './concurrency-limit.js'
 import { sendProblem } from './problem.js'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The request holds a slot of the concurrency limit. */
-    admitted: boolean
-  }
-}
+import type { StandingQueue } from './standing-queue.js'
 
 /**
  * A shed client is told to come back after 2 to 5 s, drawn per answer, so that the clients turned
@@ -25,79 +10,44 @@ declare module 'fastify' {
 const RETRY_AFTER_MIN_S = 2
 const RETRY_AFTER_SPREAD_S = 4
 
-/**
- * An answered request's slot is given back at the end of the turn, or after this long: with over
- * a thousand connections ready at once, libuv polls up to 48 rounds of 1,024 sockets before the
- * turn ends, and slots held for all of it would serve a handful of requests a second.
- */
-const HOLD_MAX_MS = 20
-
 const DETAIL = 'the instance is answering as many requests as it can; try again after Retry-After'
 
 /**
- * Returns the `onRequest` hook that admits a request within `limit` or answers it at once with a
- * 503, and sees that each admitted request gives its slot back. A slot is held until the answer
- * is sent (an event stream: its head) and then to the end of that turn of the event loop: the
- * answers made within one turn are that turn's work, whether they waited for the thread pool or
- * not. Only the routes that run the hook count in shell_http_shed_total, each from 0.
+ * Returns the `onRequest` hook that answers a request at once with a 503 while `queue` says the
+ * API's work stands in a queue (standing-queue.ts), and otherwise lets it through. It times the
+ * turns of the event loop that do API work: from the first request or connection met in a turn
+ * to the end of that turn (setImmediate runs after the turn's I/O). The shed answer closes its
+ * connection: a client that sends again at once must connect again, and connections are
+ * accepted one a turn, so its retries cannot crowd out the requests being served. Only the
+ * routes that run the hook count in shell_http_shed_total, each from 0.
  */
 export function registerShedding(
   app: FastifyInstance,
-  options: { readonly limit: ConcurrencyLimit; readonly metrics: Metrics },
+  options: { readonly queue: StandingQueue; readonly metrics: Metrics },
 ): onRequestHookHandler {
-  const { limit } = options
-  const { httpShed: shed, httpConcurrencyLimit } = options.metrics
-  httpConcurrencyLimit.set(limit.limit)
-  app.decorateRequest('admitted', false)
+  const { queue } = options
+  const { httpShed: shed, httpQueueStanding } = options.metrics
+  httpQueueStanding.set(0)
 
-  // The turn of the event loop under way: when its first API request was met, and the slots its
-  // answers hold until it ends, or until HOLD_MAX_MS have passed since they were last given back.
   let turnStartMs: number | undefined
-  let heldSinceMs = 0
-  let accepted = false
-  let holding = 0
-  const releaseHeld = (nowMs: number) => {
-    for (; holding > 0; holding -= 1) limit.release()
-    heldSinceMs = nowMs
-  }
   const endTurn = () => {
     const nowMs = performance.now()
-    limit.recordTurn({ durationMs: nowMs - (turnStartMs as number), accepted }, nowMs)
-    releaseHeld(nowMs)
+    queue.recordTurn(turnStartMs as number, nowMs)
     turnStartMs = undefined
-    accepted = false
-    httpConcurrencyLimit.set(limit.limit)
+    httpQueueStanding.set(queue.isStanding(nowMs) ? 1 : 0)
   }
-  const noteTurn = (): number => {
-    const nowMs = performance.now()
+  /** How far into the turn under way `nowMs` is; starts a turn when none is. */
+  const noteTurn = (nowMs: number): number => {
     if (turnStartMs === undefined) {
       turnStartMs = nowMs
-      heldSinceMs = nowMs
       setImmediate(endTurn)
-    } else if (holding > 0 && nowMs - heldSinceMs >= HOLD_MAX_MS) {
-      releaseHeld(nowMs)
     }
-    return nowMs
-  }
-  const release = (request: FastifyRequest) => {
-    if (!request.admitted) return
-    request.admitted = false
-    noteTurn()
-    holding += 1
-  }
-  const releaseOnSend: onSendHookHandler = (request, _reply, payload, done) => {
-    release(request)
-    done(null, payload)
-  }
-  // A client that leaves before its answer: no onSend.
-  const releaseOnAbort: onRequestAbortHookHandler = (request, done) => {
-    release(request)
-    done()
+    return nowMs - turnStartMs
   }
 
   const shedExcess: onRequestHookHandler = (request, reply, done) => {
-    if (limit.tryAcquire(noteTurn())) {
-      request.admitted = true
+    const nowMs = performance.now()
+    if (!queue.shouldShed(noteTurn(nowMs), nowMs)) {
       done()
       return
     }
@@ -105,26 +55,22 @@ export function registerShedding(
     sendShed(reply)
   }
 
-  // libuv accepts one connection per turn: turns that do are how the limit sees a backlog.
-  app.server.on('connection', () => {
-    noteTurn()
-    accepted = true
-  })
+  // A turn that accepts a connection is API work too: a storm of connections is a queue.
+  app.server.on('connection', () => noteTurn(performance.now()))
 
+  // Each API route's count starts at 0, so that a rate over it exists before the first shed.
   app.addHook('onRoute', (route: RouteOptions) => {
-    // A GET's HEAD route comes with the GET's options, hooks added here included.
-    const onSend = toArray(route.onSend)
-    if (!toArray(route.onRequest).includes(shedExcess) || onSend.includes(releaseOnSend)) return
-    shed.inc({ route: route.url }, 0)
-    route.onSend = [...onSend, releaseOnSend]
-    route.onRequestAbort = [...toArray(route.onRequestAbort), releaseOnAbort]
+    if (toArray(route.onRequest).includes(shedExcess)) shed.inc({ route: route.url }, 0)
   })
   return shedExcess
 }
 
 function sendShed(reply: FastifyReply): FastifyReply {
   const retryAfterS = RETRY_AFTER_MIN_S + Math.floor(Math.random() * RETRY_AFTER_SPREAD_S)
-  return sendProblem(reply, 'overloaded', DETAIL, { 'retry-after': String(retryAfterS) })
+  return sendProblem(reply, 'overloaded', DETAIL, {
+    'retry-after': String(retryAfterS),
+    connection: 'close',
+  })
 }
 
 function toArray<T>(value: T | T[] | undefined): T[] {

@@ -6,7 +6,7 @@ import type { Sql } from '../../src/db/connect.js'
 import { importDefinitions, SEEDS_DIR } from '../../src/definitions/import-definitions.js'
 import { readDefinitionFiles } from '../../src/definitions/read-definition-files.js'
 import { findFreePort } from '../../src/embedded/embedded.js'
-import type { ConcurrencyLimit } from '../../src/http/concurrency-limit.js'
+import type { StandingQueue } from '../../src/http/standing-queue.js'
 import { createMetrics } from '../../src/metrics.js'
 import { type Service, startService } from '../../src/service.js'
 import { createTestDatabase, type TestDatabase } from './database.js'
@@ -139,8 +139,8 @@ export interface TestServiceOptions {
   readonly defaultMetrics?: boolean
   /** How long a close waits for open connections (the service's DRAIN_DEADLINE_MS by default). */
   readonly drainDeadlineMs?: number
-  /** API requests taken at once (the adaptive limit by default): a test holds its slots. */
-  readonly concurrencyLimit?: ConcurrencyLimit
+  /** When the API's excess is shed; default: http/standing-queue.ts (tests force it). */
+  readonly standingQueue?: StandingQueue
   /** How often the snapshot file records a newer confirmation (a minute by default). */
   readonly snapshotFileConfirmIntervalMs?: number
   /** Only servers in recovery for this long: standby mode (the service's minute by default). */
@@ -178,7 +178,7 @@ export async function startTestService(
   const service = await startService(config, logger, {
     metrics: createMetrics({ defaultMetrics: options.defaultMetrics ?? false }),
     drainDeadlineMs: options.drainDeadlineMs,
-    concurrencyLimit: options.concurrencyLimit,
+    standingQueue: options.standingQueue,
     snapshotFileConfirmIntervalMs: options.snapshotFileConfirmIntervalMs,
     standbyModeAfterMs: options.standbyModeAfterMs,
     now: options.now,

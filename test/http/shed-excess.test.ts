@@ -1,26 +1,26 @@
 import t, { type Test } from 'tap'
-import { createAdaptiveConcurrencyLimit } from '../../src/http/concurrency-limit.js'
 import { type EventStreamClient, openEventStream } from '../helpers/event-stream-client.js'
+import { createForcedShedding } from '../helpers/forced-shedding.js'
 import { bearer, type HttpResponse, httpRequest } from '../helpers/http-client.js'
 import { expectProblem } from '../helpers/problem.js'
 import { createLogCapture, startTestService } from '../helpers/service.js'
 
 /**
- * At its concurrency limit the instance answers the API's excess at once: 503, the problem body,
+ * While its work stands in a queue the instance answers the API's excess at once: 503, the problem body,
  * Retry-After of a few seconds, drawn per answer, counted in shell_http_shed_total, with the
  * CORS and Vary headers of any other error; probes, metrics, the document and the client modules
- * are never shed, and open event streams go on. The limit is a fixed one whose slots the test
- * takes itself; the adaptive limit's arithmetic is tested on its own (concurrency-limit.test.ts).
+ * are never shed, and open event streams go on. The test switches the shedding on itself; the
+ * rule's timing is tested on a fake clock (standing-queue.test.ts), and a real burst in
+ * burst.test.ts.
  */
 
 const PORTAL = 'https://portal.example.com'
-const SLOTS = 2
-const limit = createAdaptiveConcurrencyLimit({ initial: SLOTS, min: SLOTS, max: SLOTS })
+const shedding = createForcedShedding()
 const logs = createLogCapture()
 const { url, token, db } = await startTestService(t, {
   logs,
   env: { CORS_ORIGINS: PORTAL },
-  concurrencyLimit: limit,
+  standingQueue: shedding,
 })
 const caller = await token({ sub: 'sam', roles: ['crm-sales'] })
 const SHELL = '/api/v1/shell/crm'
@@ -41,16 +41,7 @@ async function shedCount(route: string): Promise<number> {
   return Number(line?.split(' ')[1] ?? Number.NaN)
 }
 
-/** Takes every slot, as requests in flight would, for the length of `work`. */
-async function atLimit(work: () => Promise<void>): Promise<void> {
-  let taken = 0
-  while (limit.tryAcquire(performance.now())) taken += 1
-  try {
-    await work()
-  } finally {
-    for (; taken > 0; taken -= 1) limit.release()
-  }
-}
+const atLimit = (work: () => Promise<void>) => shedding.whileShedding(work)
 
 function expectShed(t: Test, response: HttpResponse, vary: string): number {
   const body = expectProblem(t, response, 503)
@@ -131,22 +122,21 @@ t.test('an open event stream goes on while new requests are shed', async (t) => 
   t.notOk(stream.hasEnded(), 'still open')
 })
 
+t.test('while nothing stands in a queue every request goes through', async (t) => {
+  for (let i = 0; i < 6; i += 1) {
+    t.equal((await httpRequest(url, SHELL, bearer(caller))).status, 200, `request ${i + 1}`)
+  }
+  const metrics = (await httpRequest(url, '/metrics')).text
+  t.match(metrics, /^shell_http_queue_standing 0$/m, 'the gauge says so')
+})
+
 t.test(
-  'slots come back with the answers: below the limit every request goes through',
+  'a shed answer closes its connection: a client that sends again must connect again',
   async (t) => {
-    for (let i = 0; i < 3 * SLOTS; i += 1) {
-      t.equal((await httpRequest(url, SHELL, bearer(caller))).status, 200, `request ${i + 1}`)
-    }
-    const stream = await openEventStream(url, `${SHELL}/events`, {
-      authorization: `Bearer ${caller}`,
+    await atLimit(async () => {
+      const response = await httpRequest(url, SHELL, bearer(caller))
+      expectShed(t, response, SHELL_VARY)
+      t.equal(response.headers.connection, 'close')
     })
-    streams.push(stream)
-    await stream.waitForEvents(1)
-    t.equal(
-      (await httpRequest(url, SHELL, bearer(caller))).status,
-      200,
-      'a stream holds its slot until its head is sent, not while it is open',
-    )
-    t.equal(limit.inFlight, 0, 'every slot given back')
   },
 )
