@@ -1,6 +1,6 @@
 import { connectDatabase } from '../../src/db/connect.js'
-import { readAllRows } from '../../src/db/read-snapshot-rows.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
+import { buildSnapshot } from '../../test/helpers/build-snapshot.js'
+import { readAllRows } from '../../test/helpers/read-rows.js'
 import type { Scenario } from '../scenario.js'
 
 /** Timed builds; one more before them warms the JIT. */

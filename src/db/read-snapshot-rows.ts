@@ -222,40 +222,6 @@ async function readAppRows(
   return { apps, branding, menuItems, grants, labels }
 }
 
-/** Every row a read finds, in one piece: for the benchmark and tests; the feed builds by chunk. */
-export interface SnapshotRead extends ChangesFound {
-  readonly rows: SnapshotRows
-}
-
-/** Every app, all its rows. */
-export function readAllRows(sql: Sql): Promise<SnapshotRead> {
-  return readAndCollect(sql, undefined)
-}
-
-/** The apps changed since `watermark` (an earlier read's), all their rows. */
-export function readRowsChangedSince(sql: Sql, watermark: string): Promise<SnapshotRead> {
-  return readAndCollect(sql, watermark)
-}
-
-async function readAndCollect(sql: Sql, since: string | undefined): Promise<SnapshotRead> {
-  const chunks: SnapshotRows[] = []
-  const found = await readSnapshotChanges(sql, {
-    ...(since === undefined ? {} : { since }),
-    selectApps: ({ revisions }) => revisions.map((app) => app.appKey),
-    onRows: (rows) => {
-      chunks.push(rows)
-    },
-  })
-  const rows: SnapshotRows = {
-    apps: chunks.flatMap((chunk) => chunk.apps),
-    branding: chunks.flatMap((chunk) => chunk.branding),
-    menuItems: chunks.flatMap((chunk) => chunk.menuItems),
-    grants: chunks.flatMap((chunk) => chunk.grants),
-    labels: chunks.flatMap((chunk) => chunk.labels),
-  }
-  return { ...found, rows }
-}
-
 /** Each app changed since `watermark`, with its revision (null: deleted), and the new watermark. */
 export interface RevisionCheck {
   readonly revisions: ReadonlyMap<string, string | null>

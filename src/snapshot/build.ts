@@ -1,7 +1,5 @@
-import type { SnapshotRows } from '../db/read-snapshot-rows.js'
 import { compareCodeUnits } from '../domain/vocabulary.js'
-import { type AppRecord, recordApp } from './app-record.js'
-import { groupRowsByApp } from './app-rows.js'
+import type { AppRecord } from './app-record.js'
 import { type AppViews, createAppViews, nextWindowChange, viewKey } from './app-views.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'
@@ -27,13 +25,6 @@ export interface AssembleOptions {
   readonly renew?: boolean
 }
 
-export interface BuildSnapshotOptions extends Omit<AssembleOptions, 'removedApps'> {
-  /** False: the rows hold only apps changed since `previous` (the rest are kept). Default true. */
-  readonly complete?: boolean
-  /** Apps deleted since `previous` (incremental reads). */
-  readonly removedApps?: readonly string[]
-}
-
 interface SnapshotInternals {
   readonly records: ReadonlyMap<string, AppRecord>
   readonly variants: VariantCache
@@ -53,22 +44,6 @@ interface BuiltSnapshot extends Snapshot {
 
 function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
   return (snapshot as Partial<BuiltSnapshot>)[INTERNALS]
-}
-
-/**
- * Rows to a snapshot in one go (tests, the benchmark): each app read is recorded, then
- * assembled on top of `previous`. The feed records its reads in chunks and assembles them itself.
- */
-export function buildSnapshot(rows: SnapshotRows, options: BuildSnapshotOptions = {}): Snapshot {
-  const { complete = true, removedApps = [], ...rest } = options
-  const held = options.previous === undefined ? undefined : recordsOf(options.previous)
-  const records = groupRowsByApp(rows).map((appRows) =>
-    recordApp(appRows, held?.get(appRows.app.appKey)),
-  )
-  const read = new Set(records.map((record) => record.appKey))
-  const previousKeys = options.previous?.appKeys ?? []
-  const removed = complete ? previousKeys.filter((appKey) => !read.has(appKey)) : removedApps
-  return assembleSnapshot(records, { ...rest, removedApps: removed })
 }
 
 /**

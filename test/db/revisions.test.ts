@@ -2,12 +2,9 @@ import t from 'tap'
 import { connectDatabase } from '../../src/db/connect.js'
 import type postgres from '../../src/db/postgres-driver.js'
 import { FEW_APPS } from '../../src/db/read-few-changed-apps.js'
-import {
-  readAllRows,
-  readRevisionsChangedSince,
-  readRowsChangedSince,
-} from '../../src/db/read-snapshot-rows.js'
+import { readRevisionsChangedSince } from '../../src/db/read-snapshot-rows.js'
 import { createTestDatabase } from '../helpers/database.js'
+import { readAllRows, readRowsChangedSince } from '../helpers/read-rows.js'
 
 const db = await createTestDatabase(t)
 const sql = db.sql

@@ -9,11 +9,8 @@
  * incremental read and check find its change.
  */
 import t from 'tap'
-import {
-  readAllRows,
-  readRevisionsChangedSince,
-  readRowsChangedSince,
-} from '../../src/db/read-snapshot-rows.js'
+import { readRevisionsChangedSince } from '../../src/db/read-snapshot-rows.js'
+import { readAllRows, readRowsChangedSince } from '../helpers/read-rows.js'
 import { createReplicatedDatabase, startStreamingReplica } from '../helpers/streaming-replica.js'
 
 const replica = await startStreamingReplica()

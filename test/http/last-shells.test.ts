@@ -1,8 +1,8 @@
 import t from 'tap'
 import { createLastShells } from '../../src/http/last-shells.js'
 import type { Representation } from '../../src/http/representation.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { collectGarbage, evictCrmView, moreAppsThanViewsRows } from '../helpers/garbage.js'
 import { callerWith, itemRow, requireApp, snapshotRows } from '../snapshot/rows.js'
 

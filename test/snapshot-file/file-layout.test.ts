@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
-import { buildSnapshot, recordsOf } from '../../src/snapshot/build.js'
+import { recordsOf } from '../../src/snapshot/build.js'
 import {
   encodeConfirmationLine,
   encodeHeaderLine,
@@ -15,6 +15,7 @@ import {
   FILE_FORMAT,
   FILE_FORMAT_VERSION,
 } from '../../src/snapshot-file/file-format.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 
 /** SHA-256 (hex) of the file each format version writes for the data below. */
 const PINNED_LAYOUTS: Readonly<Record<number, string>> = {

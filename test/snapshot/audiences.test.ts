@@ -1,6 +1,6 @@
 import t from 'tap'
 import { rolloutBucket } from '../../src/snapshot/audience.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import {
   appRow,
   callerWith,

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import { createVariantCache } from '../../src/snapshot/variant-cache.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import {
   appRow,
   brandingRow,

@@ -2,9 +2,9 @@ import t from 'tap'
 import type { LabelRow } from '../../src/db/read-snapshot-rows.js'
 import { parseAcceptLanguage } from '../../src/http/accept-language.js'
 import { createNegotiation } from '../../src/http/negotiation.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import { truncationsOf } from '../../src/snapshot/locale-lookup.js'
 import type { AppView } from '../../src/snapshot/types.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import {
   appRow,
   callerWith,

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snapshot-rows.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { appRow, brandingRow, callerWith, itemRow, outlineZone, requireApp } from './rows.js'
 
 const APPS = 1_000

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import { buildShellResponse } from '../../src/snapshot/shell-response.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { callerWith, grantRows, itemRow, requireApp, snapshotRows } from './rows.js'
 
 /** The one place a shell response is made: a view, a caller and a locale to bytes and a tag. */

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snapshot-rows.js'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
 import { createVariantCache } from '../../src/snapshot/variant-cache.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { appRow, brandingRow, callerWith, grantRows, itemRow, requireApp } from './rows.js'
 
 /** Two apps, nested items with distinct positions among siblings, grants, branding. */

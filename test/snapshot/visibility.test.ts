@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildSnapshot } from '../../src/snapshot/build.js'
 import type { AppView } from '../../src/snapshot/types.js'
+import { buildSnapshot } from '../helpers/build-snapshot.js'
 import {
   appRow,
   callerWith,
