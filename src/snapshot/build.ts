@@ -186,11 +186,3 @@ export function historyOf(snapshot: Snapshot): string | undefined {
 export function recordsOf(snapshot: Snapshot): ReadonlyMap<string, AppRecord> {
   return internalsOf(snapshot)?.records ?? new Map()
 }
-
-/** The key of the app's view in service, known without making the view; undefined: no such app. */
-export function viewKeyInSnapshot(snapshot: Snapshot, appKey: string): string | undefined {
-  const internals = internalsOf(snapshot)
-  const record = internals?.records.get(appKey)
-  if (internals === undefined || record === undefined) return undefined
-  return internals.timedViewKeys.get(appKey) ?? record.contentKey
-}

@@ -15,7 +15,6 @@ import postgres from '../../src/db/postgres-driver.js'
 import { selectHistory } from '../../src/db/server-history.js'
 import { createSnapshotFeed, type SnapshotFeed } from '../../src/feed/snapshot-feed.js'
 import { createMetrics } from '../../src/metrics.js'
-import { viewKeyInSnapshot } from '../../src/snapshot/build.js'
 import { createReplicatedDatabase, startStreamingReplica } from '../helpers/streaming-replica.js'
 import { startSwitchingProxy } from '../helpers/switching-proxy.js'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
@@ -41,7 +40,7 @@ function appNameOf(feed: SnapshotFeed, appKey: string): string | undefined {
 /** The key of `appKey`'s view in service: its ETag's source. */
 function viewOf(feed: SnapshotFeed, appKey: string): string | undefined {
   const snapshot = feed.current()
-  return snapshot && viewKeyInSnapshot(snapshot, appKey)
+  return snapshot?.viewKey(appKey)
 }
 
 async function historyOf(sql: Sql): Promise<string | undefined> {
