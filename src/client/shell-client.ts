@@ -1,13 +1,8 @@
 /**
- * The front end's half of the shell data service's protocol (docs/client.md),
- * so that no consuming team writes it again: the last shell stored across page
- * loads, revalidated, followed live over the event stream, a token renewed
- * once after a 401, Retry-After honoured, and the stored shell drawn while the
- * service cannot be reached.
- *
- * Served by the service as /client/v1/shell-client.js (these sources in one
- * minified file) and exported by the package as `shell-data-service/client`.
- * No dependency: it runs wherever `fetch` is, in a browser or on Node 20.
+ * The front end's half of the service's protocol (docs/client.md): the last shell stored across
+ * page loads, revalidated, followed live, a token renewed once after a 401, Retry-After honoured.
+ * Served as /client/v1/shell-client.js (minified), exported as `shell-data-service/client`; no
+ * dependency: it runs wherever `fetch` is, in a browser or on Node 20.
  */
 import { createFetchWithToken, readDetail } from './fetch-with-token.js'
 import { followHiddenPage } from './hidden-page.js'
