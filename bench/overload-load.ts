@@ -130,7 +130,7 @@ export function getOnNewConnection(
 }
 
 /** Probes on a new connection each, every 250 ms, until `stop()`, which returns them all. */
-export function startProbePoller(baseUrl: string) {
+export function startProbePoller(baseUrl: string, paths: readonly string[] = PROBE_PATHS) {
   const startedAt = performance.now()
   const samples: ProbeSample[] = []
   const pending: Promise<void>[] = []
@@ -140,7 +140,7 @@ export function startProbePoller(baseUrl: string) {
     samples.push({ path, atS: (atMs - startedAt) / 1000, ms: performance.now() - atMs, status })
   }
   const timer = setInterval(() => {
-    for (const path of PROBE_PATHS) pending.push(probe(path))
+    for (const path of paths) pending.push(probe(path))
   }, PROBE_INTERVAL_MS)
   return {
     async stop(): Promise<ProbeSample[]> {
@@ -178,4 +178,34 @@ export function startListenQueueSampler(port: number) {
       return samples
     },
   }
+}
+
+/** What a burst of one request on each of many new connections got. */
+export interface BurstFigures {
+  /** Answers by status (0: none: refused, reset or not answered within the probe timeout). */
+  readonly statuses: Readonly<Record<string, number>>
+  readonly slowestMs: number
+}
+
+/**
+ * One GET with each token, all sent at once, each on a connection of its own: the contract's
+ * burst ("1,000 connections opened at once that each send one request"). Node opens them, as a
+ * page's many users would; it only waits, so it takes little of the cores from the service.
+ */
+export async function sendBurst(
+  baseUrl: string,
+  path: string,
+  tokens: readonly string[],
+): Promise<BurstFigures> {
+  const startedAt = performance.now()
+  let slowestMs = 0
+  const statuses: Record<string, number> = {}
+  await Promise.all(
+    tokens.map(async (token) => {
+      const status = await getOnNewConnection(baseUrl, path, { authorization: `Bearer ${token}` })
+      slowestMs = Math.max(slowestMs, performance.now() - startedAt)
+      statuses[status] = (statuses[status] ?? 0) + 1
+    }),
+  )
+  return { statuses, slowestMs }
 }
