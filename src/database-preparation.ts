@@ -8,9 +8,9 @@ import { databaseErrorFields, isServerInRecovery } from './db/database-errors.js
 import { MigrationError } from './db/migrate.js'
 import { createOutageLog } from './db/outage-log.js'
 import { prepareSchema, type SchemaTargets } from './db/prepare-schema.js'
+import { withDeadline } from './db/with-deadline.js'
 import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import type { SnapshotFeed } from './feed/snapshot-feed.js'
-import { withDeadline } from './feed/with-deadline.js'
 import type { Metrics } from './metrics.js'
 import type { SnapshotSource } from './snapshot/types.js'
 
