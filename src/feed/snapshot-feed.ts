@@ -92,9 +92,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   let state: FeedState = { name: 'stopped' }
   let pending: ReloadRequest | undefined
   const served = createServedSnapshot({ logger, metrics, stored: options.stored })
-  // Where the feed's knowledge of the database stands; its reloads and its checks' findings move
-  // it. watermark: where the next incremental read starts (sql/005_change_xids.sql); fromStandby: of
-  // the last read; confirmedAt: when the snapshot in service last matched the database (ms).
+  // Where the feed stands in the database; only its reloads, and what its checks find, move it.
+  // - watermark: where the next incremental read starts (sql/005_change_xids.sql);
+  // - fromStandby: of the last read; confirmedAt: when the snapshot in service last matched (ms).
   const position = {
     watermark: undefined as string | undefined,
     fromStandby: undefined as boolean | undefined,
