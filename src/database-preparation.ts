@@ -1,18 +1,25 @@
-/** What runs between listening and the feed: migrations, seeds, and a database that does not answer. */
+/** The start around the schema: where it is prepared, migrations, seeds, and a database that does not answer. */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Config } from './config/config.js'
 import { computeBackoffMs } from './db/backoff.js'
-import type { Sql } from './db/connect.js'
+import { connectDatabase, namesSeveralHosts, type Sql } from './db/connect.js'
 import { databaseErrorFields, isServerInRecovery } from './db/database-errors.js'
 import { MigrationError } from './db/migrate.js'
 import { createOutageLog } from './db/outage-log.js'
 import { prepareSchema, type SchemaTargets } from './db/prepare-schema.js'
+import { withDeadline } from './db/with-deadline.js'
 import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import type { SnapshotFeed } from './feed/snapshot-feed.js'
-import { withDeadline } from './feed/with-deadline.js'
 import type { Metrics } from './metrics.js'
+import type { Releasers } from './releasers.js'
 import type { SnapshotSource } from './snapshot/types.js'
+
+/**
+ * How long the database may take to answer at start before the snapshot file is served; an
+ * answer in time catches the snapshot up from the database first.
+ */
+const DATABASE_ANSWER_MS = 2_000
 
 /** For /readyz: the migrations a read-only database lacks, awaited before the feed starts. */
 export interface Preparation {
@@ -39,7 +46,8 @@ export function createPreparation(): Preparation {
 /**
  * Migrations (on a read-only database, the check that they are there) and seeds, retried while
  * the database is unreachable or lacks migrations; a broken one is fatal. Closing the service
- * ends the retries and resolves without starting the feed.
+ * ends the retries and resolves without starting the feed. While the database does not answer
+ * in time, or an attempt fails, the feed serves its stored snapshot.
  */
 export async function prepareDatabaseThenFeed(context: {
   config: Config
@@ -48,6 +56,8 @@ export async function prepareDatabaseThenFeed(context: {
   schema: SchemaTargets
   embedded: boolean
   feed: SnapshotFeed
+  /** The feed has a stored snapshot: it is served at once unless the database answers in time. */
+  stored: boolean
   preparation: Preparation
   metrics: Metrics
   /** The clock (ms) of the outage's log lines (db/outage-log.ts); tests pass their own. */
@@ -55,6 +65,9 @@ export async function prepareDatabaseThenFeed(context: {
 }): Promise<void> {
   const { config, logger, sql, schema, embedded, feed, preparation, metrics } = context
   const { signal } = preparation
+  // A refused connection serves the stored snapshot at once, a silent network after a deadline.
+  if (context.stored)
+    void withDeadline(sql`select 1`, DATABASE_ANSWER_MS).catch(() => feed.serveStored())
   const outage = createOutageLog({
     logger,
     ...(context.now && { now: context.now }),
@@ -93,19 +106,30 @@ export async function prepareDatabaseThenFeed(context: {
 }
 
 /**
- * How long the database may take to answer at start before the snapshot file is served: a
- * refused connection serves it at once, a silent network after this.
+ * Where the schema is prepared. Migrations go to the primary, where the advisory lock holds
+ * (docs/operations.md, "Migrations"): FEED_DATABASE_URL when it differs, and among several hosts
+ * the one not in recovery ("Failover"); one host alone may be a standby on purpose, checked,
+ * never written (prepare-schema.ts). Used at start: its connection closes after 1 min idle.
  */
-const DATABASE_ANSWER_MS = 2_000
-
-/** Serves the stored snapshot unless the database answers in time (it is then caught up first). */
-export async function serveStoredUnlessDatabaseAnswers(
+export function openSchemaTargets(
   sql: Sql,
-  feed: SnapshotFeed,
-): Promise<void> {
-  try {
-    await withDeadline(sql`select 1`, DATABASE_ANSWER_MS)
-  } catch {
-    feed.serveStored()
+  urls: { readonly readUrl: string; readonly feedUrl: string },
+  releasers: Releasers,
+): SchemaTargets {
+  const separateFeed = urls.feedUrl !== urls.readUrl
+  if (!separateFeed && !namesSeveralHosts(urls.feedUrl))
+    return { migrations: { sql, variable: 'DATABASE_URL' }, reads: null }
+  const migrationSql = connectDatabase(urls.feedUrl, {
+    max: 1,
+    applicationName: 'shell-data-migrate',
+    primary: true,
+  })
+  releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
+  return {
+    migrations: {
+      sql: migrationSql,
+      variable: separateFeed ? 'FEED_DATABASE_URL' : 'DATABASE_URL',
+    },
+    reads: separateFeed ? { sql, variable: 'DATABASE_URL' } : null,
   }
 }

@@ -16,10 +16,10 @@ import { createTokenVerifier } from './auth/verify-token.js'
 import { type Config, localOidcConfig } from './config/config.js'
 import {
   createPreparation,
+  openSchemaTargets,
   prepareDatabaseThenFeed,
-  serveStoredUnlessDatabaseAnswers,
 } from './database-preparation.js'
-import { connectDatabase, namesSeveralHosts } from './db/connect.js'
+import { connectDatabase } from './db/connect.js'
 import { readMigrationFiles } from './db/migrate.js'
 import { findFreePort } from './embedded/embedded.js'
 import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
@@ -30,7 +30,7 @@ import { logDemoCurlOnFirstSnapshot } from './local-demo-log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers, type Releasers } from './releasers.js'
 import { buildCaller } from './snapshot/caller.js'
-import { readSnapshotFile } from './snapshot-file/read-snapshot-file.js'
+import { readSnapshotFile, type StoredSnapshot } from './snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from './snapshot-file/snapshot-file-writer.js'
 
 /**
@@ -125,54 +125,15 @@ export async function startService(
     releasers.add('token verifier', () => verifier.close())
 
     const feedUrl = config.feedDatabaseUrl ?? location.url
-    const migrations = (await readMigrationFiles()).map((file) => `${file.name} ${file.checksum}`)
-    // Local mode keeps it beside its key pair, so that `npm start` starts from it too.
-    const snapshotFile =
-      config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
-    startSignal.throwIfAborted()
-    const stored =
-      snapshotFile === null
-        ? undefined
-        : await readSnapshotFile(snapshotFile, { migrations, logger })
-    const serviceVersion = await readServiceVersion()
-    startSignal.throwIfAborted()
-    const feed = createSnapshotFeed({
+    const { feed, stored } = await openSnapshotFeed(config, logger, {
       readUrl: location.url,
       feedUrl,
-      logger,
+      dataDir,
       metrics,
-      ...(stored && { stored: { ...stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
-      standbyModeAfterMs: options.standbyModeAfterMs,
-      now: options.now,
+      releasers,
+      options,
     })
-    // The writer closes after the feed (releasers run in reverse): a reload that finishes during
-    // the shutdown, and the last confirmation, are written. Neither holds anything until started.
-    if (snapshotFile !== null) {
-      const writer = startSnapshotFileWriter({
-        path: snapshotFile,
-        snapshots: feed,
-        migrations,
-        serviceVersion,
-        logger,
-        metrics,
-        ...(options.snapshotFileConfirmIntervalMs !== undefined && {
-          confirmIntervalMs: options.snapshotFileConfirmIntervalMs,
-        }),
-      })
-      releasers.add('snapshot file writer', () => writer.close())
-    }
-    releasers.add('snapshot feed', () => feed.close())
-    // Migrations go to the primary, where the advisory lock holds (docs/operations.md,
-    // "Migrations"): FEED_DATABASE_URL when it differs, and among several hosts the one not in
-    // recovery ("Failover"); one host alone may be a standby on purpose, checked, never written
-    // (prepare-schema.ts). Used at start: closes after 1 min idle.
-    const separateFeed = feedUrl !== location.url
-    const migrationSql =
-      !separateFeed && !namesSeveralHosts(feedUrl)
-        ? null
-        : connectDatabase(feedUrl, { max: 1, applicationName: 'shell-data-migrate', primary: true })
-    if (migrationSql !== null)
-      releasers.add('migration connection', () => migrationSql.end({ timeout: 5 }))
+    const schema = openSchemaTargets(sql, { readUrl: location.url, feedUrl }, releasers)
     const preparation = createPreparation()
     // What both ports' instances share: the same readiness, the same registry.
     const httpDeps: AdminAppDeps = {
@@ -207,20 +168,14 @@ export async function startService(
     else logger.info({ url, adminUrl }, `listening on ${url}, probes and /metrics on ${adminUrl}`)
 
     releasers.add('database preparation', () => preparation.abort())
-    if (stored !== undefined) void serveStoredUnlessDatabaseAnswers(sql, feed)
     const started = prepareDatabaseThenFeed({
       config,
       logger,
       sql,
-      schema: {
-        migrations: {
-          sql: migrationSql ?? sql,
-          variable: separateFeed ? 'FEED_DATABASE_URL' : 'DATABASE_URL',
-        },
-        reads: separateFeed ? { sql, variable: 'DATABASE_URL' } : null,
-      },
+      schema,
       embedded: location.embedded,
       feed,
+      stored: stored !== undefined,
       preparation,
       metrics,
       now: options.now,
@@ -278,6 +233,61 @@ async function listenOnAdminPort(
   releasers.add('admin http server', () => admin.close())
   // Node's default backlog: a probe or a scrape now and then, from a few peers.
   return listenAt(admin, address)
+}
+
+/**
+ * The snapshot file read (local mode keeps it beside its key pair, so that `npm start` starts
+ * from it too), the feed made from it, and the file's writer; nothing reads the database yet.
+ */
+async function openSnapshotFeed(
+  config: Config,
+  logger: Logger,
+  context: {
+    readonly readUrl: string
+    readonly feedUrl: string
+    readonly dataDir: string
+    readonly metrics: Metrics
+    readonly releasers: Releasers
+    readonly options: ServiceOptions
+  },
+): Promise<{ feed: SnapshotFeed; stored: StoredSnapshot | undefined }> {
+  const { readUrl, feedUrl, dataDir, metrics, releasers, options } = context
+  const startSignal = options.signal ?? new AbortController().signal
+  const migrations = (await readMigrationFiles()).map((file) => `${file.name} ${file.checksum}`)
+  const snapshotFile =
+    config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
+  startSignal.throwIfAborted()
+  const stored =
+    snapshotFile === null ? undefined : await readSnapshotFile(snapshotFile, { migrations, logger })
+  const serviceVersion = await readServiceVersion()
+  startSignal.throwIfAborted()
+  const feed = createSnapshotFeed({
+    readUrl,
+    feedUrl,
+    logger,
+    metrics,
+    ...(stored && { stored: { ...stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
+    standbyModeAfterMs: options.standbyModeAfterMs,
+    now: options.now,
+  })
+  // The writer closes after the feed (releasers run in reverse): a reload that finishes during
+  // the shutdown, and the last confirmation, are written. Neither holds anything until started.
+  if (snapshotFile !== null) {
+    const writer = startSnapshotFileWriter({
+      path: snapshotFile,
+      snapshots: feed,
+      migrations,
+      serviceVersion,
+      logger,
+      metrics,
+      ...(options.snapshotFileConfirmIntervalMs !== undefined && {
+        confirmIntervalMs: options.snapshotFileConfirmIntervalMs,
+      }),
+    })
+    releasers.add('snapshot file writer', () => writer.close())
+  }
+  releasers.add('snapshot feed', () => feed.close())
+  return { feed, stored }
 }
 
 /** package.json's version: the snapshot file names the service that wrote it. */

@@ -5,64 +5,73 @@ import type { Snapshot } from '../snapshot/types.js'
 import type { ListeningConnection } from './listening-connection.js'
 import type { ReadConnection } from './read-connection.js'
 
-/** Where the feed's knowledge of the database stands; its reloads and this check move it. */
-export interface ReadPosition {
-  /** Where the next incremental read starts (see sql/005_change_xids.sql); undefined until a read. */
-  watermark: string | undefined
-  /** Whether the last read was of a hot standby; undefined before the first. */
-  fromStandby: boolean | undefined
-  /** When the snapshot in service was last known to match the database (ms since the epoch). */
-  confirmedAt: number | null
-  /** Reads that brought a snapshot, counted, so a check can tell that one ran meanwhile. */
-  reads: number
+/** What a check compares the database with: the feed between reloads. */
+export interface CheckedPosition {
+  readonly snapshot: Snapshot
+  /** Where the snapshot's last read (or check) ended (see sql/005_change_xids.sql). */
+  readonly watermark: string
 }
 
-export interface ChangeCheckOptions {
-  readonly position: ReadPosition
-  readonly reads: ReadConnection
-  readonly readTimeoutMs: number
-  readonly intervalMs: number
-  readonly logger: Logger
-  /** The snapshot in service, when the feed is between reloads; undefined otherwise. */
-  idleSnapshot(): Snapshot | undefined
-  listener(): ListeningConnection | undefined
-  /** A standby that lags past the replay wait shows changes long after they were announced. */
-  standbyBehind(): boolean
-  /** A change was found: reload now. */
-  onChangeFound(): void
+/** What a check found; the feed decides what it moves. */
+export interface ChangeFound {
+  /** Some app's revision, or the history, differs from the snapshot's. */
+  readonly moved: boolean
+  /** Where the check's read ended: the next read may start here when nothing moved. */
+  readonly watermark: string
+  readonly fromStandby: boolean
 }
 
 /**
- * The feed's **Checking** state, every `intervalMs` while it is idle: which apps changed since
- * the last read? A change found is reloaded; if nothing was heard about it an interval later
- * either, the listening connection is deaf and is made again. Finding nothing confirms the
- * snapshot as fresh and moves the watermark. One small indexed query, empty when nothing changed.
+ * The check's period: the freshness floor when no notification is heard, and how soon a deaf
+ * listening connection is found out.
  */
-export function startChangeCheck(options: ChangeCheckOptions): { stop(): void } {
-  const { position, logger } = options
+const CHECK_INTERVAL_MS = 1_000
+
+export interface ChangeCheckOptions<P extends CheckedPosition> {
+  readonly reads: ReadConnection
+  /** The freshness floor when no notification is heard; one second by default. */
+  readonly intervalMs?: number | undefined
+  readonly logger: Logger
+  /** Where the feed stands, when it is between reloads; undefined otherwise (no check then). */
+  idlePosition(): P | undefined
+  listener(): ListeningConnection | undefined
+  /** A standby that lags past the replay wait shows changes long after they were announced. */
+  standbyBehind(): boolean
+  /** What the check found, from the position it started at. */
+  onChecked(found: ChangeFound, from: P): void
+}
+
+/**
+ * The feed's **Checking** state, every second while it is idle: which apps changed since
+ * the last read? The feed reloads a change found, and takes nothing found as a confirmation; if
+ * nothing was heard about a change an interval later either, the listening connection is deaf
+ * and is made again. One small indexed query, empty when nothing changed.
+ */
+export function startChangeCheck<P extends CheckedPosition>(
+  options: ChangeCheckOptions<P>,
+): { stop(): void } {
+  const { logger } = options
+  const intervalMs = options.intervalMs ?? CHECK_INTERVAL_MS
   let timer: NodeJS.Timeout | undefined
   let stopped = false
   // The listening connection's count when a check found a change no notification announced.
   let unannouncedAt: number | undefined
 
   async function check(): Promise<void> {
-    const since = position.watermark
-    const current = options.idleSnapshot()
-    if (since !== undefined && current !== undefined) {
-      const readsBefore = position.reads
+    const from = options.idlePosition()
+    if (from !== undefined) {
       const listener = options.listener()
       const announcedBefore = listener?.announcedCount()
       try {
-        const found = await options.reads.run(
-          (sql) => readRevisionsChangedSince(sql, since),
-          options.readTimeoutMs,
+        const found = await options.reads.run((sql) =>
+          readRevisionsChangedSince(sql, from.watermark),
         )
-        position.fromStandby = found.fromStandby
         // Another history (a failover): the watermark and revisions say nothing; compare it all.
         const moved =
-          found.history !== historyOf(current) ||
+          found.history !== historyOf(from.snapshot) ||
           [...found.revisions].some(
-            ([appKey, revision]) => revisionInSnapshot(current, appKey) !== (revision ?? undefined),
+            ([appKey, revision]) =>
+              revisionInSnapshot(from.snapshot, appKey) !== (revision ?? undefined),
           )
         const announced = listener?.announcedCount()
         // Nothing announced for an interval since a change was found unannounced: deaf.
@@ -72,21 +81,19 @@ export function startChangeCheck(options: ChangeCheckOptions): { stop(): void } 
           moved && announced === announcedBefore && listener?.isListening() && !announcedEarlier
             ? announced
             : undefined
-        if (moved) options.onChangeFound()
-        else if (position.reads === readsBefore && options.idleSnapshot() === current) {
-          // The snapshot matches the database as of this check: the next read may start here.
-          position.watermark = found.watermark
-          position.confirmedAt = Date.now()
-        }
+        options.onChecked(
+          { moved, watermark: found.watermark, fromStandby: found.fromStandby },
+          from,
+        )
       } catch (error) {
         // Reloads report an unreachable database; this check only waits for it to return.
         logger.debug({ err: error }, 'the change check failed')
       }
     }
-    if (!stopped) timer = setTimeout(() => void check(), options.intervalMs)
+    if (!stopped) timer = setTimeout(() => void check(), intervalMs)
   }
 
-  timer = setTimeout(() => void check(), options.intervalMs)
+  timer = setTimeout(() => void check(), intervalMs)
   return {
     stop() {
       stopped = true

@@ -1,14 +1,21 @@
 import { connectDatabase, type Sql } from '../db/connect.js'
+import { withDeadline } from '../db/with-deadline.js'
+
+/**
+ * Far above what a read of 5,000 apps needs (bench/README.md, "scale"): a read running longer
+ * waits on a connection gone silent (a partition), which is then ended.
+ */
+const READ_TIMEOUT_MS = 30_000
 
 /** The connection the feed reads the database through (DATABASE_URL). */
 export interface ReadConnection {
   /**
-   * Runs `read`; past `deadlineMs` it rejects with code READ_TIMEOUT and ends the connection it
+   * Runs `read`; past `deadlineMs` (the connection's own by default) it rejects with code READ_TIMEOUT and ends the connection it
    * runs on, so the next read gets a new one. In a silent network partition a cancel request
    * would not arrive either, and a query left running would hold its connection until TCP gives
    * up, minutes later.
    */
-  run<T>(read: (sql: Sql) => Promise<T>, deadlineMs: number): Promise<T>
+  run<T>(read: (sql: Sql) => Promise<T>, deadlineMs?: number): Promise<T>
   close(): Promise<void>
 }
 
@@ -18,14 +25,18 @@ export interface ReadConnection {
  * `primaryOnly`, asked before each read: only a primary will do (an instance that reads the
  * primary, until standby mode); when the answer changes the connection is made again.
  */
-export function createReadConnection(url: string, primaryOnly: () => boolean): ReadConnection {
+export function createReadConnection(
+  url: string,
+  options: { primaryOnly(): boolean; readonly deadlineMs?: number | undefined },
+): ReadConnection {
+  const { primaryOnly } = options
   let primary = primaryOnly()
   const connect = () =>
     connectDatabase(url, { max: 1, applicationName: 'shell-data-reads', primary })
   let sql = connect()
   let closed = false
   return {
-    async run(read, deadlineMs) {
+    async run(read, deadlineMs = options.deadlineMs ?? READ_TIMEOUT_MS) {
       if (closed) throw new Error('the read connection is closed')
       if (primaryOnly() !== primary) {
         primary = !primary
@@ -33,23 +44,11 @@ export function createReadConnection(url: string, primaryOnly: () => boolean): R
         sql = connect()
       }
       const current = sql
-      const work = read(current)
-      work.catch(() => {})
-      let timer: NodeJS.Timeout | undefined
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          if (sql === current && !closed) sql = connect()
-          // Its socket is destroyed at once; the query fails with it.
-          void current.end({ timeout: 0 })
-          const message = `the database did not answer within ${Math.round(deadlineMs)} ms`
-          reject(Object.assign(new Error(message), { code: 'READ_TIMEOUT' }))
-        }, deadlineMs)
+      return withDeadline(read(current), deadlineMs, () => {
+        if (sql === current && !closed) sql = connect()
+        // Its socket is destroyed at once; the query fails with it.
+        void current.end({ timeout: 0 })
       })
-      try {
-        return await Promise.race([work, deadline])
-      } finally {
-        clearTimeout(timer)
-      }
     },
     async close() {
       closed = true

@@ -9,8 +9,8 @@ import {
   readReplayState,
   type WalTarget,
 } from '../db/wal-positions.js'
+import { withDeadline } from '../db/with-deadline.js'
 import type { Metrics } from '../metrics.js'
-import { withDeadline } from './with-deadline.js'
 
 /**
  * The longest a reload waits for the standby (docs/operations.md, "A primary and its standbys"):

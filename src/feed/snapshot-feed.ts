@@ -1,14 +1,12 @@
 import type { Logger } from 'pino'
-import { computeBackoffMs } from '../db/backoff.js'
-import { databaseErrorFields, describeDatabaseError } from '../db/database-errors.js'
-import { createOutageLog } from '../db/outage-log.js'
 import type { Metrics } from '../metrics.js'
 import { assembleSnapshot } from '../snapshot/build.js'
 import type { SnapshotSource } from '../snapshot/types.js'
-import { type ReadPosition, startChangeCheck } from './change-check.js'
+import { type ChangeFound, type CheckedPosition, startChangeCheck } from './change-check.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
 import { readChangedApps } from './read-changed-apps.js'
 import { createReadConnection } from './read-connection.js'
+import { createReloadOutcomes } from './reload-outcomes.js'
 import { foldRequests, type ReloadRequest } from './reload-request.js'
 import { createReplayWait } from './replay-wait.js'
 import { createServedSnapshot, type StoredSnapshotWithBound } from './served-snapshot.js'
@@ -56,17 +54,6 @@ export interface SnapshotFeed extends SnapshotSource {
 }
 
 /**
- * The check's period (change-check.ts): the freshness floor when no notification is heard, and
- * how soon a deaf listening connection is found out.
- */
-const CHECK_INTERVAL_MS = 1_000
-/**
- * Far above what a read of 5,000 apps needs (bench/README.md, "scale"): a read running longer
- * waits on a connection gone silent (a partition), which is then ended (read-connection.ts).
- */
-const READ_TIMEOUT_MS = 30_000
-
-/**
  * The reload loop's state. Reloads run one at a time; what is asked meanwhile waits in `pending`.
  * - `stopped`: not started yet; `closed`: for good.
  * - `idle`: the snapshot is as fresh as the last read; the check runs every second.
@@ -80,6 +67,9 @@ type FeedState =
   | { readonly name: 'stopped' | 'idle' | 'reloading' | 'closed' }
   | { readonly name: 'backingOff'; readonly timer: NodeJS.Timeout }
 
+/** What a check starts from: the count of reads tells whether one ran meanwhile. */
+type IdlePosition = CheckedPosition & { readonly reads: number }
+
 /**
  * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
  * `listenForChanges`. Besides the reload loop (FeedState) and the windows (served-snapshot.ts):
@@ -89,36 +79,28 @@ type FeedState =
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { logger, metrics } = options
-  const readTimeoutMs = options.readTimeoutMs ?? READ_TIMEOUT_MS
   // An instance that reads the primary (no FEED_DATABASE_URL of its own) reads only a primary,
   // until standby mode: after a failover it never serves what a server in recovery holds.
   const readsPrimary = options.readUrl === options.feedUrl
   let listener: ListeningConnection | undefined
-  const reads = createReadConnection(
-    options.readUrl,
-    () => readsPrimary && listener?.inStandbyMode() !== true,
-  )
-  const reloadOutage = createOutageLog({
-    logger,
-    ...(options.now && { now: options.now }),
-    messages: {
-      down: 'snapshot reloads fail; keeping the previous snapshot and retrying within a second, quietly (shell_snapshot_reloads_total counts the attempts)',
-      still: 'snapshot reloads still fail; keeping the previous snapshot',
-      back: 'snapshot reloads work again',
-    },
+  const reads = createReadConnection(options.readUrl, {
+    primaryOnly: () => readsPrimary && listener?.inStandbyMode() !== true,
+    deadlineMs: options.readTimeoutMs,
   })
+  const outcomes = createReloadOutcomes({ logger, metrics, now: options.now })
 
   let state: FeedState = { name: 'stopped' }
   let pending: ReloadRequest | undefined
   const served = createServedSnapshot({ logger, metrics, stored: options.stored })
-  const position: ReadPosition = {
-    watermark: undefined,
-    fromStandby: undefined,
-    confirmedAt: null,
-    reads: 0,
+  // Where the feed stands in the database; only its reloads, and what its checks find, move it.
+  // - watermark: where the next incremental read starts (sql/005_change_xids.sql);
+  // - fromStandby: of the last read; confirmedAt: when the snapshot in service last matched (ms).
+  const position = {
+    watermark: undefined as string | undefined,
+    fromStandby: undefined as boolean | undefined,
+    confirmedAt: null as number | null,
+    reads: 0, // reads that brought a snapshot: a check tells that one ran meanwhile
   }
-  let lastError: string | null = null
-  let failures = 0
   let check: { stop(): void } | undefined
   let reloadLoop: Promise<void> | undefined // close() awaits it: a reload ending then is swapped in
 
@@ -190,9 +172,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     const base = served.current() ?? options.stored?.snapshot
     const since = request.complete ? undefined : position.watermark
     try {
-      const { found, records, removedApps } = await reads.run(
-        (sql) => readChangedApps(sql, base, since),
-        readTimeoutMs,
+      const { found, records, removedApps } = await reads.run((sql) =>
+        readChangedApps(sql, base, since),
       )
       position.reads += 1
       position.fromStandby = found.fromStandby
@@ -210,29 +191,33 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         renew: served.origin() !== 'database',
       })
       position.watermark = found.watermark
-      failures = 0
-      lastError = null
-      reloadOutage.succeeded()
       position.confirmedAt = Date.now()
-      metrics.snapshotReloads.inc({ result: 'success' })
-      metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
+      outcomes.succeeded(startedAt)
       served.swap(next, 'database')
       return undefined
     } catch (error) {
       if (closing.signal.aborted) return undefined // ended by the shutdown: no failure
-      metrics.snapshotReloads.inc({ result: 'error' })
-      metrics.snapshotReloadDuration.observe((performance.now() - startedAt) / 1000)
-      failures += 1
-      lastError = describeDatabaseError(error)
-      const retryInMs = computeBackoffMs(failures)
-      reloadOutage.failed({
-        ...databaseErrorFields(error),
-        retryInMs,
-        kept: served.current() !== undefined,
-      })
+      const retryInMs = outcomes.failed(error, startedAt, served.current() !== undefined)
       // Never reached since the start: what the file holds is served meanwhile.
       if (served.current() === undefined) serveStored()
       return retryInMs
+    }
+  }
+
+  function idlePosition(): IdlePosition | undefined {
+    const snapshot = served.current()
+    const { watermark, reads } = position
+    if (state.name !== 'idle' || snapshot === undefined || watermark === undefined) return undefined
+    return { snapshot, watermark, reads }
+  }
+
+  /** A change found is reloaded; none, with no read or swap meanwhile, confirms the snapshot. */
+  function moveByCheck(found: ChangeFound, from: IdlePosition): void {
+    position.fromStandby = found.fromStandby
+    if (found.moved) requestReload({ proven: true })
+    else if (from.reads === position.reads && idlePosition()?.snapshot === from.snapshot) {
+      position.watermark = found.watermark
+      position.confirmedAt = Date.now()
     }
   }
 
@@ -250,9 +235,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     notReadyReason: () =>
       state.name === 'closed'
         ? 'shutting down'
-        : lastError === null
+        : outcomes.lastError() === null
           ? 'loading the first snapshot'
-          : `database unavailable (${lastError})`,
+          : `database unavailable (${outcomes.lastError()})`,
     snapshotAgeSeconds: () =>
       position.confirmedAt === null ? null : (Date.now() - position.confirmedAt) / 1000,
     confirmedAt: () => (position.confirmedAt === null ? undefined : new Date(position.confirmedAt)),
@@ -270,22 +255,20 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         standbyModeAfterMs: options.standbyModeAfterMs,
         now: options.now,
         onListenFailed(error) {
-          lastError ??= describeDatabaseError(error)
+          outcomes.listenFailed(error)
           // The first load does not wait for LISTEN: a database that allows reads but not
           // LISTEN (a pooler misconfiguration) still gives a ready instance.
           if (served.origin() !== 'database') requestReload({ complete: true })
         },
       })
       check = startChangeCheck({
-        position,
         reads,
-        readTimeoutMs,
-        intervalMs: options.checkIntervalMs ?? CHECK_INTERVAL_MS,
+        intervalMs: options.checkIntervalMs,
         logger,
-        idleSnapshot: () => (state.name === 'idle' ? served.current() : undefined),
+        idlePosition,
         listener: () => listener,
         standbyBehind: () => replayWait.isBehind(),
-        onChangeFound: () => requestReload({ proven: true }),
+        onChecked: moveByCheck,
       })
     },
     async close() {
