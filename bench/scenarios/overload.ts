@@ -152,7 +152,7 @@ export const overload: Scenario = {
         }
         streamCounts = {
           open: streams.openCount(),
-          counted: sample(await readMetrics(service.url), 'shell_event_streams'),
+          counted: sample(await readMetrics(adminUrl), 'shell_event_streams'),
         }
       } finally {
         streams.close()
