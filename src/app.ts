@@ -8,7 +8,6 @@ import { registerAppLookup } from './http/app-lookup.js'
 import { registerAuthentication } from './http/authentication.js'
 import { createCors } from './http/cors.js'
 import { drainConnectionsOnClose } from './http/drain-connections.js'
-import { refuseOtherMethodsOnApiRoutes } from './http/method-not-allowed.js'
 import { createNegotiation } from './http/negotiation.js'
 import { sendProblem } from './http/problem.js'
 import {
@@ -21,17 +20,15 @@ import { timeRequests } from './http/request-timing.js'
 import { registerShedding } from './http/shed-excess.js'
 import { createStandingQueue, type StandingQueue } from './http/standing-queue.js'
 import type { Metrics } from './metrics.js'
-import { registerDocumentedRoutes } from './openapi/document.js'
+import { registerOpenApiDocument } from './openapi/document.js'
 import { sharedSchemas } from './openapi/response-schemas.js'
-import { registerAppsRoutes } from './routes/apps.js'
+import { registerApi } from './routes/api.js'
 import { registerClientModuleRoutes } from './routes/client-modules.js'
-import { registerEventRoutes } from './routes/events.js'
 import { registerLocalIssuerRoutes } from './routes/local-issuer.js'
 import { registerMetricsRoutes } from './routes/metrics.js'
 import { registerOpenApiRoutes } from './routes/openapi.js'
 import { registerPreviewRoutes } from './routes/preview.js'
 import { registerProbeRoutes } from './routes/probes.js'
-import { registerShellRoutes } from './routes/shell.js'
 import type { Caller } from './snapshot/caller.js'
 import type { SnapshotSource } from './snapshot/types.js'
 
@@ -86,9 +83,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   })
 
   for (const schema of sharedSchemas) app.addSchema(schema)
-  // Before any route: each route's timing hook and API 405 sibling are added as it is.
   timeRequests(app, deps.metrics.httpRequestDuration)
-  refuseOtherMethodsOnApiRoutes(app)
   if (cors !== undefined) app.addHook('onRequest', cors.onRequest)
 
   registerProblemHandlers(app, deps.logger)
@@ -120,10 +115,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     representations: createRepresentationCache(),
     varyByOrigin: cors !== undefined,
   }
-  registerDocumentedRoutes(app, (routes) => {
-    registerShellRoutes(routes, api)
-    registerEventRoutes(routes, { ...api, streams })
-    registerAppsRoutes(routes, api)
+  registerOpenApiDocument(app)
+  registerApi(app, { ...api, streams, metrics: deps.metrics })
+  // In a plugin, as the API is: declared once @fastify/swagger is there to learn them.
+  app.register(async (routes) => {
     registerProbeRoutes(routes, deps)
     if (deps.metricsOnAdminPort !== true) registerMetricsRoutes(routes, deps)
     registerClientModuleRoutes(routes, api)

@@ -1,14 +1,13 @@
 import type { onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify'
-import { APP_KEY_PATTERN } from '../domain/vocabulary.js'
 import type { SnapshotSource } from '../snapshot/types.js'
 import type { AppLookup } from './app-lookup.js'
 import type { Negotiation } from './negotiation.js'
-import { sendProblem } from './problem.js'
 import type { RepresentationCache } from './representation-cache.js'
 
 /** What every API route shares: its path prefix, its caching and Vary headers, its media type. */
 
-export const API_PREFIX = '/api/v1/'
+/** Where the API's routes are (routes/api.ts). */
+export const API_PREFIX = '/api/v1'
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
 export const PRIVATE_NO_CACHE = 'private, no-cache'
@@ -44,29 +43,4 @@ export interface ApiRouteDeps {
   readonly representations: RepresentationCache
   /** CORS is on: responses vary with Origin too. */
   readonly varyByOrigin: boolean
-}
-
-const APP_KEY = new RegExp(APP_KEY_PATTERN)
-
-/** Before authentication: a key that cannot name an app is a 404 at once. */
-const rejectImpossibleAppKey: onRequestHookHandler = (request, reply, done) => {
-  const { appKey } = request.params as { appKey: string }
-  if (APP_KEY.test(appKey)) done()
-  else sendProblem(reply, 'notFound', 'no such app')
-}
-
-/**
- * The `onRequest` hooks of a route on one app's shell (its GET and its events, whose tags
- * follow the GET's), in their order: Vary first, so errors carry it; the excess shed before
- * any work; the key; the token.
- */
-export function appShellHooks(
-  deps: ApiRouteDeps,
-): (onRequestHookHandler | onRequestAsyncHookHandler)[] {
-  return [
-    varyHook(VARY_BY_CALLER_AND_LANGUAGE, deps.varyByOrigin),
-    deps.shedExcess,
-    rejectImpossibleAppKey,
-    deps.authenticate,
-  ]
 }

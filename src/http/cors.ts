@@ -33,6 +33,9 @@ const ALLOWED_HEADERS = 'Authorization, If-None-Match, Accept-Language, Last-Eve
  */
 const PREFLIGHT_MAX_AGE_S = '600'
 
+/** What the paths of the API, and only them, start with. */
+const API_PATHS = `${API_PREFIX}/`
+
 /** Never `Access-Control-Allow-Credentials`: the API reads a Bearer token, no cookie. */
 const PREFLIGHT_HEADERS = {
   'access-control-allow-methods': ALLOWED_METHODS,
@@ -50,7 +53,7 @@ export function createCors(origins: readonly string[]): Cors {
   function listedOrigin(request: FastifyRequest): string | undefined {
     const origin = request.headers.origin
     if (origin === undefined || !listed.has(origin)) return undefined
-    return request.url.startsWith(API_PREFIX) ? origin : undefined
+    return request.url.startsWith(API_PATHS) ? origin : undefined
   }
 
   function markListed(reply: FastifyReply, origin: string): void {
@@ -65,7 +68,7 @@ export function createCors(origins: readonly string[]): Cors {
     onRequest(request, reply, done) {
       const origin = request.headers.origin
       // Requests without Origin (servers, same-origin pages, curl) cost this one check.
-      if (origin === undefined || !request.url.startsWith(API_PREFIX)) {
+      if (origin === undefined || !request.url.startsWith(API_PATHS)) {
         done()
         return
       }

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { Histogram } from 'prom-client'
 
 declare module 'fastify' {
@@ -9,57 +9,43 @@ declare module 'fastify' {
 }
 
 type DurationHistogram = Histogram<'route' | 'method' | 'status_code'>
-type Observe = (method: string, statusCode: number, elapsedMs: number) => void
 
 /** The label of requests no route matched: their URLs would be unbounded label values. */
 const UNMATCHED = 'unmatched'
 
 /**
- * Times every response into shell_http_request_duration_seconds by fastify's clock. Each route
- * gets its own hook holding its template as the label: `request.routeOptions` would build an
- * object per request. A `timedToHead` route (an event stream, ending hours later) is timed when
- * its head goes out.
+ * Times every response into shell_http_request_duration_seconds by fastify's clock, labelled
+ * with its route's template. A `timedToHead` route (an event stream, ending hours later) is
+ * timed when its head goes out. Hooks of the instance: they apply to every route it declares.
  */
 export function timeRequests(app: FastifyInstance, histogram: DurationHistogram): void {
-  app.addHook('onRoute', (route: RouteOptions) => {
-    const observe = observerFor(histogram, route.url)
-    const hook = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      observe(request.method, reply.statusCode, reply.elapsedTime)
-      done()
-    }
-    if (route.config?.timedToHead === true) {
-      route.onSend = [
-        ...toArray(route.onSend),
-        (request, reply, payload, done) => {
-          observe(request.method, reply.statusCode, reply.elapsedTime)
-          done(null, payload)
-        },
-      ]
-    } else {
-      route.onResponse = [...toArray(route.onResponse), hook]
-    }
+  const observe = observerOf(histogram)
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const { url, config } = request.routeOptions
+    if (config.timedToHead === true) observe(url, request.method, reply)
+    done(null, payload)
   })
-  const observeUnmatched = observerFor(histogram, UNMATCHED)
   app.addHook('onResponse', (request, reply, done) => {
-    if (request.is404) observeUnmatched(request.method, reply.statusCode, reply.elapsedTime)
+    const { url, config } = request.routeOptions
+    if (config.timedToHead !== true) observe(url, request.method, reply)
     done()
   })
 }
 
-/** Observes into children of the histogram bound once per method and status. */
-function observerFor(histogram: DurationHistogram, route: string): Observe {
+/** Observes into children of the histogram bound once per route, method and status. */
+function observerOf(
+  histogram: DurationHistogram,
+): (url: string | undefined, method: string, reply: FastifyReply) => void {
   const children = new Map<string, ReturnType<DurationHistogram['labels']>>()
-  return (method, statusCode, elapsedMs) => {
-    const key = `${method} ${statusCode}`
+  return (url, method, reply) => {
+    const route = url ?? UNMATCHED
+    const { statusCode } = reply
+    const key = `${route} ${method} ${statusCode}`
     let child = children.get(key)
     if (child === undefined) {
       child = histogram.labels({ route, method, status_code: String(statusCode) })
       children.set(key, child)
     }
-    child.observe(elapsedMs / 1000)
+    child.observe(reply.elapsedTime / 1000)
   }
-}
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  return value === undefined ? [] : Array.isArray(value) ? value : [value]
 }

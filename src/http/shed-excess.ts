@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, onRequestHookHandler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify'
 import type { Metrics } from '../metrics.js'
 import { sendProblem } from './problem.js'
 import type { StandingQueue } from './standing-queue.js'
@@ -19,7 +19,7 @@ const DETAIL = 'the instance is answering as many requests as it can; try again 
  * to the end of that turn (setImmediate runs after the turn's I/O). The shed answer closes its
  * connection: a client that sends again at once must connect again, and connections are
  * accepted one a turn, so its retries cannot crowd out the requests being served. Only the
- * routes that run the hook count in shell_http_shed_total, each from 0.
+ * routes that run the hook count in shell_http_shed_total (routes/api.ts starts each at 0).
  */
 export function registerShedding(
   app: FastifyInstance,
@@ -57,11 +57,6 @@ export function registerShedding(
 
   // A turn that accepts a connection is API work too: a storm of connections is a queue.
   app.server.on('connection', () => noteTurn(performance.now()))
-
-  // Each API route's count starts at 0, so that a rate over it exists before the first shed.
-  app.addHook('onRoute', (route: RouteOptions) => {
-    if (toArray(route.onRequest).includes(shedExcess)) shed.inc({ route: route.url }, 0)
-  })
   return shedExcess
 }
 
@@ -71,8 +66,4 @@ function sendShed(reply: FastifyReply): FastifyReply {
     'retry-after': String(retryAfterS),
     connection: 'close',
   })
-}
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  return value === undefined ? [] : Array.isArray(value) ? value : [value]
 }

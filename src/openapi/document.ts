@@ -1,13 +1,12 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 
-/** @fastify/swagger first, then the routes in a plugin: it learns only routes declared after it. */
-export function registerDocumentedRoutes(
-  app: FastifyInstance,
-  declareRoutes: (routes: FastifyInstance) => void,
-): void {
+/**
+ * Before any route: @fastify/swagger learns the routes declared once it is loaded, so they are
+ * declared in plugins registered after this.
+ */
+export function registerOpenApiDocument(app: FastifyInstance): void {
   app.register(swagger, OPENAPI_OPTIONS)
-  app.register(async (routes) => declareRoutes(routes))
 }
 
 /** The document of every route declared, as `GET /openapi.json` serves it. */
@@ -59,8 +58,8 @@ const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
       },
     },
   },
-  // The API answers GET and HEAD only: a route without GET (the 405 siblings of the API's routes,
-  // http/method-not-allowed.ts) is no operation of it. A route's own swaggerTransform comes first.
+  // The API answers GET and HEAD only: a route without GET (the 405s on the API's paths,
+  // routes/api.ts) is no operation of it. A route's own swaggerTransform comes first.
   transform: ({ schema, url, route }) => ({
     url,
     schema: answersGet(route) ? schema : { ...schema, hide: true },

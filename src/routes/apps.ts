@@ -1,12 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { CODINGS } from '../http/accept-encoding.js'
-import {
-  type ApiRouteDeps,
-  JSON_CONTENT_TYPE,
-  PRIVATE_NO_CACHE,
-  VARY_BY_CALLER,
-  varyHook,
-} from '../http/api-conventions.js'
+import { type ApiRouteDeps, JSON_CONTENT_TYPE, PRIVATE_NO_CACHE } from '../http/api-conventions.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
   BEARER_TOKEN,
@@ -22,14 +16,17 @@ import {
 } from '../openapi/documented-responses.js'
 import { appsBodySchema } from '../openapi/response-schemas.js'
 
-/** `GET /api/v1/apps`, encoded per snapshot: compressing thousands of apps takes a millisecond. */
-export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
+/**
+ * `GET /api/v1/apps`, encoded per snapshot: compressing thousands of apps takes a millisecond. Its
+ * hooks (Vary, shedding, the token) are its group's, in routes/api.ts.
+ */
+export function registerAppsRoutes(app: FastifyInstance, path: string, deps: ApiRouteDeps): void {
   const { snapshots, negotiation, representations } = deps
   snapshots.onSwap((snapshot) => {
     for (const coding of CODINGS) representations.representationOf(snapshot.appsInventory, coding)
   })
   app.get(
-    '/api/v1/apps',
+    path,
     {
       schema: {
         operationId: 'listApps',
@@ -38,7 +35,6 @@ export function registerAppsRoutes(app: FastifyInstance, deps: ApiRouteDeps): vo
         response: appsResponses,
       },
       config: documentRequest({ headers: INVENTORY_REQUEST_HEADERS }),
-      onRequest: [varyHook(VARY_BY_CALLER, deps.varyByOrigin), deps.shedExcess, deps.authenticate],
       preHandler: deps.lookup.snapshot,
     },
     (request, reply) => {

@@ -5,7 +5,7 @@ import {
   STREAMS_FULL_RETRY_AFTER_S,
 } from '../events/event-streams.js'
 import { EVENT_STREAM_CONTENT_TYPE } from '../events/sse-text.js'
-import { type ApiRouteDeps, appShellHooks } from '../http/api-conventions.js'
+import type { ApiRouteDeps } from '../http/api-conventions.js'
 import { firstHeaderValue } from '../http/header-values.js'
 import { sendProblem } from '../http/problem.js'
 import {
@@ -24,14 +24,15 @@ import {
 } from '../openapi/documented-responses.js'
 import type { AppView, Snapshot } from '../snapshot/types.js'
 
-/** Server-Sent Events of the caller's shell ETag, with the shell's hooks, language and errors. */
+/** Server-Sent Events of the caller's shell ETag, with the shell's hooks (routes/api.ts), language and errors. */
 export function registerEventRoutes(
   app: FastifyInstance,
+  path: string,
   deps: ApiRouteDeps & { readonly streams: EventStreams },
 ): void {
   const { negotiation, streams } = deps
   app.get<{ Params: { appKey: string } }>(
-    '/api/v1/shell/:appKey/events',
+    path,
     {
       schema: {
         operationId: 'followShell',
@@ -45,7 +46,6 @@ export function registerEventRoutes(
         ...documentRequest({ params: APP_KEY_PARAMS, headers: EVENTS_REQUEST_HEADERS }),
         timedToHead: true,
       },
-      onRequest: appShellHooks(deps),
       preHandler: deps.lookup.appView,
     },
     (request, reply) => {

@@ -1,10 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import {
-  type ApiRouteDeps,
-  appShellHooks,
-  JSON_CONTENT_TYPE,
-  PRIVATE_NO_CACHE,
-} from '../http/api-conventions.js'
+import { type ApiRouteDeps, JSON_CONTENT_TYPE, PRIVATE_NO_CACHE } from '../http/api-conventions.js'
 import { createLastShells } from '../http/last-shells.js'
 import { sendRepresentation } from '../http/send-representation.js'
 import {
@@ -27,13 +22,14 @@ import { buildShellResponse } from '../snapshot/shell-response.js'
 /**
  * `GET /api/v1/shell/:appKey`: the page frame of one app for the caller: its last shell if it asked
  * the same before (http/last-shells.ts), else the shell response (snapshot/shell-response.ts) in
- * the caller's coding (http/representation-cache.ts); sent, or answered with a 304.
+ * the caller's coding (http/representation-cache.ts); sent, or answered with a 304. Its hooks
+ * (Vary, shedding, the key, the token) are its group's, in routes/api.ts.
  */
-export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): void {
+export function registerShellRoutes(app: FastifyInstance, path: string, deps: ApiRouteDeps): void {
   const { negotiation, representations } = deps
   const lastShells = createLastShells(deps.snapshots)
   app.get<{ Params: { appKey: string } }>(
-    '/api/v1/shell/:appKey',
+    path,
     {
       schema: {
         operationId: 'getShell',
@@ -42,7 +38,6 @@ export function registerShellRoutes(app: FastifyInstance, deps: ApiRouteDeps): v
         response: shellResponses,
       },
       config: documentRequest({ params: APP_KEY_PARAMS, headers: SHELL_REQUEST_HEADERS }),
-      onRequest: appShellHooks(deps),
       preHandler: deps.lookup.appView,
     },
     (request, reply) => {

@@ -259,6 +259,16 @@ t.test('metrics count open streams and sent events', async (t) => {
   t.ok((await metricValue('shell_event_streams_ended_total{reason="client"}')) >= 3)
 })
 
+t.test('a stream is timed when its head goes out, not when it ends hours later', async (t) => {
+  const timed =
+    'shell_http_request_duration_seconds_count{route="/api/v1/shell/:appKey/events",method="GET",status_code="200"}'
+  const before = await metricValue(timed)
+  const stream = await openStream(sales)
+  await stream.waitForEvents(1)
+  t.equal(await metricValue(timed), before + 1, 'counted while it is open')
+  stream.close()
+})
+
 t.test('past EVENT_STREAMS_MAX: 503 with Retry-After; room again once one ends', async (t) => {
   const limited = await startTestService(t, { logs, db, jwks, env: { EVENT_STREAMS_MAX: '2' } })
   const open = (caller: string) =>
