@@ -35,6 +35,8 @@ export interface ChangeCheckOptions<P extends CheckedPosition> {
   /** Where the feed stands, when it is between reloads; undefined otherwise (no check then). */
   idlePosition(): P | undefined
   listener(): ListeningConnection | undefined
+  /** LISTEN is in place: a change it did not announce tells that the connection went deaf. */
+  listening(): boolean
   /** A standby that lags past the replay wait shows changes long after they were announced. */
   standbyBehind(): boolean
   /** What the check found, from the position it started at. */
@@ -78,7 +80,7 @@ export function startChangeCheck<P extends CheckedPosition>(
         if (unannouncedAt !== undefined && unannouncedAt === announced) listener?.recycleDeaf()
         const announcedEarlier = found.fromStandby && options.standbyBehind()
         unannouncedAt =
-          moved && announced === announcedBefore && listener?.isListening() && !announcedEarlier
+          moved && announced === announcedBefore && options.listening() && !announcedEarlier
             ? announced
             : undefined
         options.onChecked(

@@ -55,6 +55,8 @@ export interface ListeningConnectionOptions {
   onNotify(): void
   /** LISTEN could not be put in place; it is retried. */
   onListenFailed(error: unknown): void
+  /** LISTEN is in place and not found deaf (true), or no longer (false). */
+  onListening(listening: boolean): void
   /** Only servers in recovery for this long: standby mode. STANDBY_MODE_AFTER_MS by default. */
   readonly standbyModeAfterMs?: number | undefined
   /** The clock (ms) for the outage's log and the standby mode's minute; tests pass their own. */
@@ -62,8 +64,6 @@ export interface ListeningConnectionOptions {
 }
 
 export interface ListeningConnection {
-  /** True while LISTEN is in place and the connection has not been found deaf. */
-  isListening(): boolean
   /**
    * How many reloads it has announced: notifications, and each LISTEN put in place (which asks
    * for a full one). Two readings tell whether any came between.
@@ -236,13 +236,14 @@ export function startListening(options: ListeningConnectionOptions): ListeningCo
   }
 
   function setListening(value: boolean): void {
+    if (listening === value) return
     listening = value
     metrics.feedListening.set(value ? 1 : 0)
+    options.onListening(value)
   }
 
   connect()
   return {
-    isListening: () => listening,
     inStandbyMode: () => found.name === 'standbyMode',
     announcedCount: () => announced,
     recycleDeaf() {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
 import { assembleSnapshot } from '../snapshot/build.js'
-import type { SnapshotSource } from '../snapshot/types.js'
+import type { SnapshotOrigin, SnapshotSource } from '../snapshot/types.js'
 import { type ChangeFound, type CheckedPosition, startChangeCheck } from './change-check.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
 import { readChangedApps } from './read-changed-apps.js'
@@ -9,7 +9,11 @@ import { createReadConnection } from './read-connection.js'
 import { createReloadOutcomes } from './reload-outcomes.js'
 import { foldRequests, type ReloadRequest } from './reload-request.js'
 import { createReplayWait } from './replay-wait.js'
-import { createServedSnapshot, type StoredSnapshotWithBound } from './served-snapshot.js'
+import {
+  createServedSnapshot,
+  createStoredSnapshotGate,
+  type StoredSnapshotWithBound,
+} from './served-snapshot.js'
 
 export interface SnapshotFeedOptions {
   /** Where snapshots are read (DATABASE_URL): the primary, a pooler or a standby. */
@@ -46,39 +50,58 @@ export interface SnapshotFeed extends SnapshotSource {
   /** Starts listening and loading; returns at once, the first load runs in the background. */
   start(): void
   /**
-   * The database cannot be reached: with no snapshot in service yet, serves the stored one unless
-   * it is too old, until a read of the database catches up. True when it did.
+   * The database cannot be reached: with nothing in service yet, the stored snapshot is served,
+   * unless last confirmed longer ago than its bound, until a read of the database catches up.
+   * True when it is served.
    */
   serveStored(): boolean
   close(): Promise<void>
 }
 
 /**
- * The reload loop's state. Reloads run one at a time; what is asked meanwhile waits in `pending`.
- * - `stopped`: not started yet; `closed`: for good.
+ * Where the feed stands, in one field, moved only by `on`'s events. `name` is the reload loop;
+ * reloads run one at a time and what is asked meanwhile waits in `pending`.
+ * - `stopped`: not started yet (the schema is being prepared); `closed`: for good.
  * - `idle`: the snapshot is as fresh as the last read; the check runs every second.
  * - `reloading`: waiting for a standby to replay (replay-wait.ts), then reading what changed and
  *   building it, in chunks that yield to the event loop; a reload asked for meanwhile runs next.
  * - `backingOff`: the last reload failed; the snapshot in service is kept and the reload tried
  *   again after a capped, jittered backoff. A notification waits for it; a new LISTEN, or a
  *   check that reached the database, does not.
+ * `serving`: nothing yet, the snapshot file (until the database is read), or a read of it.
+ * `listening`: LISTEN is in place (listening-connection.ts), so changes are announced.
  */
-type FeedState =
+type FeedState = {
+  readonly serving: 'nothing' | SnapshotOrigin
+  readonly listening: boolean
+} & (
   | { readonly name: 'stopped' | 'idle' | 'reloading' | 'closed' }
   | { readonly name: 'backingOff'; readonly timer: NodeJS.Timeout }
+)
+
+type FeedEvent =
+  | { readonly type: 'start' }
+  | { readonly type: 'reloadAsked'; readonly proven: boolean }
+  | { readonly type: 'reloadsEnded'; readonly retryInMs: number | undefined }
+  | { readonly type: 'retryDue' }
+  | { readonly type: 'served'; readonly origin: SnapshotOrigin }
+  | { readonly type: 'listening'; readonly listening: boolean }
+  | { readonly type: 'close' }
 
 /** What a check starts from: the count of reads tells whether one ran meanwhile. */
 type IdlePosition = CheckedPosition & { readonly reads: number }
 
 /**
  * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
- * `listenForChanges`. Besides the reload loop (FeedState) and the windows (served-snapshot.ts):
+ * `listenForChanges`. Besides the feed's state, and the windows (served-snapshot.ts):
  * - **Listening** (listening-connection.ts): a complete reload follows each LISTEN put in place,
  *   since notifications sent meanwhile are lost; each notification asks for a reload.
  * - **Checking** (change-check.ts), every second while idle, for changes no notification announced.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
-  const { logger, metrics } = options
+  const { logger, metrics, stored } = options
+  let state: FeedState = { name: 'stopped', serving: 'nothing', listening: false }
+  let pending: ReloadRequest | undefined
   // An instance that reads the primary (no FEED_DATABASE_URL of its own) reads only a primary,
   // until standby mode: after a failover it never serves what a server in recovery holds.
   const readsPrimary = options.readUrl === options.feedUrl
@@ -88,10 +111,8 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     deadlineMs: options.readTimeoutMs,
   })
   const outcomes = createReloadOutcomes({ logger, metrics, now: options.now })
-
-  let state: FeedState = { name: 'stopped' }
-  let pending: ReloadRequest | undefined
-  const served = createServedSnapshot({ logger, metrics, stored: options.stored })
+  const origin = () => (state.serving === 'nothing' ? undefined : state.serving)
+  const served = createServedSnapshot({ logger, metrics, origin })
   // Where the feed stands in the database; only its reloads, and what its checks find, move it.
   // - watermark: where the next incremental read starts (sql/005_change_xids.sql);
   // - fromStandby: of the last read; confirmedAt: when the snapshot in service last matched (ms).
@@ -101,6 +122,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     confirmedAt: null as number | null,
     reads: 0, // reads that brought a snapshot: a check tells that one ran meanwhile
   }
+  const storedToServe = createStoredSnapshotGate(stored, logger)
   let check: { stop(): void } | undefined
   let reloadLoop: Promise<void> | undefined // close() awaits it: a reload ending then is swapped in
 
@@ -114,53 +136,74 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     maxWaitMs: options.replayWaitMaxMs,
   })
 
-  /** `proven`: the database was just reached, so a retry's backoff need not be waited out. */
-  function requestReload(request: Partial<ReloadRequest> & { proven?: boolean }): void {
-    pending = foldRequests(pending, request)
-    switch (state.name) {
-      case 'stopped':
-      case 'closed':
-      case 'reloading':
+  /** The reload loop's `name`, the rest as it stands; a backoff's timer has fired or is cleared. */
+  function enter(name: 'idle' | 'reloading' | 'closed'): void {
+    state = { name, serving: state.serving, listening: state.listening }
+  }
+
+  function on(event: FeedEvent): void {
+    switch (event.type) {
+      case 'start':
+        if (state.name !== 'stopped') return
+        enter('idle')
+        startListeningAndChecking()
         return
-      case 'backingOff':
-        if (request.proven !== true) return
-        clearTimeout(state.timer)
+      case 'reloadAsked':
+        if (state.name === 'backingOff' && event.proven) clearTimeout(state.timer)
+        else if (state.name !== 'idle') return
+        enter('reloading')
         reloadLoop = reloadWhilePending()
         return
-      case 'idle':
+      case 'retryDue':
+        if (state.name !== 'backingOff') return
+        enter('reloading')
         reloadLoop = reloadWhilePending()
+        return
+      case 'reloadsEnded':
+        if (state.name !== 'reloading') return
+        if (event.retryInMs === undefined) enter('idle')
+        else {
+          const timer = setTimeout(() => on({ type: 'retryDue' }), event.retryInMs)
+          state = { ...state, name: 'backingOff', timer }
+        }
+        return
+      case 'served':
+        state = { ...state, serving: event.origin }
+        return
+      case 'listening':
+        state = { ...state, listening: event.listening }
+        return
+      case 'close':
+        if (state.name === 'backingOff') clearTimeout(state.timer)
+        enter('closed')
         return
     }
   }
 
+  /** `proven`: the database was just reached, so a retry's backoff need not be waited out. */
+  function requestReload(request: Partial<ReloadRequest> & { proven?: boolean }): void {
+    pending = foldRequests(pending, request)
+    on({ type: 'reloadAsked', proven: request.proven === true })
+  }
+
   async function reloadWhilePending(): Promise<void> {
-    state = { name: 'reloading' }
     let retryInMs: number | undefined
     try {
       while (pending !== undefined && !closing.signal.aborted) {
         const request = pending
         pending = undefined
-        const failed = await reloadOnce(request)
-        if (failed !== undefined) {
+        retryInMs = await reloadOnce(request)
+        if (retryInMs !== undefined) {
           // Not lost: tried again after the backoff, with what was asked meanwhile.
           pending = foldRequests(pending as ReloadRequest | undefined, {
             complete: request.complete,
           })
-          retryInMs = failed
           break
         }
       }
     } finally {
-      if (closing.signal.aborted) state = { name: 'closed' }
-      else if (retryInMs === undefined) state = { name: 'idle' }
-      else state = { name: 'backingOff', timer: setTimeout(retryReload, retryInMs) }
+      on({ type: 'reloadsEnded', retryInMs })
     }
-  }
-
-  function retryReload(): void {
-    if (state.name !== 'backingOff') return
-    state = { name: 'idle' }
-    requestReload({ proven: true })
   }
 
   /** One reload; the backoff before the next attempt when it failed. */
@@ -169,7 +212,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     const startedAt = performance.now()
     const readAt = new Date()
     // The stored snapshot is the base of the first read: only what changed since is read.
-    const base = served.current() ?? options.stored?.snapshot
+    const base = served.current() ?? stored?.snapshot
     const since = request.complete ? undefined : position.watermark
     try {
       const { found, records, removedApps } = await reads.run((sql) =>
@@ -188,20 +231,30 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         dataset: found.dataset,
         history: found.history,
         // Caught up from the file: served as read now, even where nothing changed.
-        renew: served.origin() !== 'database',
+        renew: state.serving !== 'database',
       })
       position.watermark = found.watermark
       position.confirmedAt = Date.now()
       outcomes.succeeded(startedAt)
+      on({ type: 'served', origin: 'database' })
       served.swap(next, 'database')
       return undefined
     } catch (error) {
       if (closing.signal.aborted) return undefined // ended by the shutdown: no failure
-      const retryInMs = outcomes.failed(error, startedAt, served.current() !== undefined)
-      // Never reached since the start: what the file holds is served meanwhile.
-      if (served.current() === undefined) serveStored()
+      const retryInMs = outcomes.failed(error, startedAt, state.serving !== 'nothing')
+      serveStored()
       return retryInMs
     }
+  }
+
+  function serveStored(): boolean {
+    if (state.name === 'closed' || state.serving !== 'nothing') return state.serving === 'file'
+    const usable = storedToServe()
+    if (usable === undefined) return false
+    position.confirmedAt = usable.confirmedAt.getTime()
+    on({ type: 'served', origin: 'file' })
+    served.swap(usable.snapshot, 'file')
+    return true
   }
 
   function idlePosition(): IdlePosition | undefined {
@@ -221,16 +274,38 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     }
   }
 
-  function serveStored(): boolean {
-    if (state.name === 'closed') return false
-    const stored = served.serveStored()
-    if (stored !== undefined) position.confirmedAt = stored.confirmedAt.getTime()
-    return stored !== undefined
+  function startListeningAndChecking(): void {
+    listener = startListening({
+      url: options.feedUrl,
+      logger,
+      metrics,
+      onListen: () => requestReload({ complete: true, proven: true, announced: true }),
+      onNotify: () => requestReload({ announced: true }),
+      onListening: (listening) => on({ type: 'listening', listening }),
+      standbyModeAfterMs: options.standbyModeAfterMs,
+      now: options.now,
+      onListenFailed(error) {
+        outcomes.listenFailed(error)
+        // The first load does not wait for LISTEN: a database that allows reads but not
+        // LISTEN (a pooler misconfiguration) still gives a ready instance.
+        if (state.serving !== 'database') requestReload({ complete: true })
+      },
+    })
+    check = startChangeCheck({
+      reads,
+      intervalMs: options.checkIntervalMs,
+      logger,
+      idlePosition,
+      listener: () => listener,
+      listening: () => state.listening,
+      standbyBehind: () => replayWait.isBehind(),
+      onChecked: moveByCheck,
+    })
   }
 
   return {
     current: served.current,
-    origin: served.origin,
+    origin,
     onSwap: served.onSwap,
     notReadyReason: () =>
       state.name === 'closed'
@@ -243,37 +318,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     confirmedAt: () => (position.confirmedAt === null ? undefined : new Date(position.confirmedAt)),
     requestReload: () => requestReload({ proven: true, announced: true }),
     serveStored,
-    start() {
-      if (state.name !== 'stopped') return
-      state = { name: 'idle' }
-      listener = startListening({
-        url: options.feedUrl,
-        logger,
-        metrics,
-        onListen: () => requestReload({ complete: true, proven: true, announced: true }),
-        onNotify: () => requestReload({ announced: true }),
-        standbyModeAfterMs: options.standbyModeAfterMs,
-        now: options.now,
-        onListenFailed(error) {
-          outcomes.listenFailed(error)
-          // The first load does not wait for LISTEN: a database that allows reads but not
-          // LISTEN (a pooler misconfiguration) still gives a ready instance.
-          if (served.origin() !== 'database') requestReload({ complete: true })
-        },
-      })
-      check = startChangeCheck({
-        reads,
-        intervalMs: options.checkIntervalMs,
-        logger,
-        idlePosition,
-        listener: () => listener,
-        standbyBehind: () => replayWait.isBehind(),
-        onChecked: moveByCheck,
-      })
-    },
+    start: () => on({ type: 'start' }),
     async close() {
-      if (state.name === 'backingOff') clearTimeout(state.timer)
-      state = { name: 'closed' }
+      on({ type: 'close' })
       closing.abort()
       check?.stop()
       served.close()

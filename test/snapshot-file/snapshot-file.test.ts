@@ -4,12 +4,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import t, { type Test } from 'tap'
-import { createServedSnapshot } from '../../src/feed/served-snapshot.js'
+import { createSnapshotFeed } from '../../src/feed/snapshot-feed.js'
 import { createMetrics, type Metrics } from '../../src/metrics.js'
 import { assembleSnapshot, historyOf } from '../../src/snapshot/build.js'
 import type { Snapshot, SnapshotOrigin } from '../../src/snapshot/types.js'
 import { FILE_FORMAT_VERSION } from '../../src/snapshot-file/file-format.js'
-import { readSnapshotFile } from '../../src/snapshot-file/read-snapshot-file.js'
+import {
+  readSnapshotFile,
+  type StoredSnapshot,
+} from '../../src/snapshot-file/read-snapshot-file.js'
 import { startSnapshotFileWriter } from '../../src/snapshot-file/snapshot-file-writer.js'
 import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { readMetric } from '../helpers/metrics.js'
@@ -386,26 +389,30 @@ t.test(
 
     const stored = await read(path)
     if (stored === undefined) throw new Error('the file was not read')
-    const served = createServedSnapshot({
-      logger: pino({ level: 'silent' }),
-      metrics: createMetrics({ defaultMetrics: false }),
-      stored: { ...stored, maxAgeMs: MAX_AGE_MS },
-    })
-    t.teardown(() => served.close())
+    // A feed whose database cannot be reached (nothing listens on port 1), never started.
+    const feedOf = (snapshot: StoredSnapshot) => {
+      const feed = createSnapshotFeed({
+        readUrl: 'postgres://127.0.0.1:1/none',
+        feedUrl: 'postgres://127.0.0.1:1/none',
+        logger: pino({ level: 'silent' }),
+        metrics: createMetrics({ defaultMetrics: false }),
+        stored: { ...snapshot, maxAgeMs: MAX_AGE_MS },
+      })
+      t.teardown(() => feed.close())
+      return feed
+    }
+    const served = feedOf(stored)
     t.ok(served.serveStored(), 'served with its data eight days old and confirmed recently')
     t.equal(served.origin(), 'file')
+    t.equal(served.current(), stored.snapshot)
 
     // The same file never confirmed after its first write: older than the bound.
     await writeFile(path, unconfirmed)
     const stale = await read(path)
     if (stale === undefined) throw new Error('the file was not read')
-    const refused = createServedSnapshot({
-      logger: pino({ level: 'silent' }),
-      metrics: createMetrics({ defaultMetrics: false }),
-      stored: { ...stale, maxAgeMs: MAX_AGE_MS },
-    })
-    t.teardown(() => refused.close())
-    t.equal(refused.serveStored(), undefined, 'last confirmed eight days ago: not served')
+    const refused = feedOf(stale)
+    t.notOk(refused.serveStored(), 'last confirmed eight days ago: not served')
+    t.equal(refused.origin(), undefined)
   },
 )
 
