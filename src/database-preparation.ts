@@ -49,7 +49,7 @@ export function createPreparation(): Preparation {
  * ends the retries and resolves without starting the feed. While the database does not answer
  * in time, or an attempt fails, the feed serves its stored snapshot.
  */
-export async function prepareDatabaseThenFeed(context: {
+export async function prepareSchemaThenStartFeed(context: {
   config: Config
   logger: Logger
   sql: Sql

@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
@@ -12,26 +10,29 @@ import {
   localIssuerUrl,
   recordLocalIssuer,
 } from './auth/local-issuer.js'
-import { createTokenVerifier } from './auth/verify-token.js'
+import { createTokenVerifier, type TokenVerifier } from './auth/verify-token.js'
 import { type Config, localOidcConfig } from './config/config.js'
 import {
   createPreparation,
   openSchemaTargets,
-  prepareDatabaseThenFeed,
+  type Preparation,
+  prepareSchemaThenStartFeed,
 } from './database-preparation.js'
-import { connectDatabase } from './db/connect.js'
-import { readMigrationFiles } from './db/migrate.js'
+import { connectDatabase, type Sql } from './db/connect.js'
 import { findFreePort } from './embedded/embedded.js'
-import { LOCAL_DATA_DIR, locateDatabase } from './embedded/locate-database.js'
-import { createSnapshotFeed, type SnapshotFeed } from './feed/snapshot-feed.js'
+import {
+  type DatabaseLocation,
+  LOCAL_DATA_DIR,
+  locateDatabase,
+} from './embedded/locate-database.js'
+import { openSnapshotFeed } from './feed/open-snapshot-feed.js'
+import type { SnapshotFeed } from './feed/snapshot-feed.js'
 import { listenAt } from './http/listen-at.js'
 import type { StandingQueue } from './http/standing-queue.js'
 import { logDemoCurlOnFirstSnapshot } from './local-demo-log.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { createReleasers, type Releasers } from './releasers.js'
-import { buildCaller } from './snapshot/caller.js'
-import { readSnapshotFile, type StoredSnapshot } from './snapshot-file/read-snapshot-file.js'
-import { startSnapshotFileWriter } from './snapshot-file/snapshot-file-writer.js'
+import { buildCaller, type Caller } from './snapshot/caller.js'
 
 /**
  * Connections the kernel holds for the process to accept. Node's default, 511, drops the SYNs of a
@@ -87,211 +88,209 @@ export interface ServiceOptions {
 }
 
 /**
- * Starts the database (embedded when DATABASE_URL is unset), the listener (so probes answer
- * meanwhile), migrations, seeds, then the feed; each resource's cleanup is added as it exists.
+ * The start, in order; each resource's cleanup is added the moment it exists, and they are
+ * released in reverse:
+ * 1. `openDatabase`: DATABASE_URL, or the embedded PostgreSQL when it is unset, and its pool;
+ * 2. `openIdentity`: the local issuer (local mode) and the token verifier;
+ * 3. `openSnapshotFeed`: the snapshot file read and the feed made from it, not started;
+ * 4. `listen`: ADMIN_PORT, then PORT, so that probes answer while the database is prepared;
+ * 5. in the background, `prepareSchemaThenStartFeed` (database-preparation.ts): migrations and
+ *    seeds, then the feed started; the snapshot file is served meanwhile if the database fails.
  */
 export async function startService(
   config: Config,
   logger: Logger,
   options: ServiceOptions = {},
 ): Promise<Service> {
-  const releasers = createReleasers(logger)
-  let shuttingDown = false
-  const startSignal = options.signal ?? new AbortController().signal
+  const start: Start = {
+    config,
+    logger,
+    options,
+    metrics: options.metrics ?? createMetrics(),
+    releasers: createReleasers(logger),
+    signal: options.signal ?? new AbortController().signal,
+    shuttingDown: false,
+  }
   try {
-    const metrics = options.metrics ?? createMetrics()
-    const dataDir = options.dataDir ?? LOCAL_DATA_DIR
-    const location = await locateDatabase(config.databaseUrl, logger)
-    releasers.add('database server', () => location.stop())
-    startSignal.throwIfAborted()
-    const sql = connectDatabase(location.url)
-    releasers.add('database pool', () => sql.end({ timeout: 5 }))
-
-    // Local mode needs its own address before listening: it is the issuer tokens name.
-    const port = config.oidc === null && config.port === 0 ? await findFreePort() : config.port
-    const localIssuer =
-      config.oidc === null
-        ? await loadLocalIssuer({ dataDir, issuer: localIssuerUrl(config.host, port) })
-        : undefined
-    if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
-    const verifier = createTokenVerifier({
-      oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? '', LOCAL_AUDIENCE),
-      toCaller: buildCaller,
-      cacheMax: config.tokenCacheMax,
-      failureLog: config.authFailureLog,
-      logger,
-      metrics,
-    })
-    releasers.add('token verifier', () => verifier.close())
-
-    const feedUrl = config.feedDatabaseUrl ?? location.url
-    const { feed, stored } = await openSnapshotFeed(config, logger, {
-      readUrl: location.url,
+    const database = await openDatabase(start)
+    const identity = await openIdentity(start)
+    const feedUrl = config.feedDatabaseUrl ?? database.url
+    const { feed, stored } = await openSnapshotFeed({
+      ...start,
+      readUrl: database.url,
       feedUrl,
-      dataDir,
-      metrics,
-      releasers,
-      options,
+      dataDir: options.dataDir ?? LOCAL_DATA_DIR,
+      confirmIntervalMs: options.snapshotFileConfirmIntervalMs,
+      standbyModeAfterMs: options.standbyModeAfterMs,
+      now: options.now,
     })
-    const schema = openSchemaTargets(sql, { readUrl: location.url, feedUrl }, releasers)
+    const schema = openSchemaTargets(
+      database.sql,
+      { readUrl: database.url, feedUrl },
+      start.releasers,
+    )
     const preparation = createPreparation()
-    // What both ports' instances share: the same readiness, the same registry.
-    const httpDeps: AdminAppDeps = {
-      logger,
-      metrics,
-      snapshots: preparation.explain(feed),
-      logRequests: config.logRequests,
-      isShuttingDown: () => shuttingDown,
-      drainDeadlineMs: options.drainDeadlineMs,
-    }
-    const adminUrl =
-      config.adminPort === null
-        ? undefined
-        : await listenOnAdminPort(
-            { host: config.host, port: config.adminPort },
-            httpDeps,
-            releasers,
-          )
-    const app = buildApp({
-      ...httpDeps,
-      verifier,
-      corsOrigins: config.corsOrigins,
-      eventStreamsMax: config.eventStreamsMax,
-      standingQueue: options.standingQueue,
-      metricsOnAdminPort: adminUrl !== undefined,
-      ...(localIssuer === undefined ? {} : { localIssuer }),
-    })
-    releasers.add('http server', () => app.close())
-    const url = await listenAt(app, { port, host: config.host, backlog: LISTEN_BACKLOG })
-    startSignal.throwIfAborted()
-    if (adminUrl === undefined) logger.info({ url }, `listening on ${url}`)
-    else logger.info({ url, adminUrl }, `listening on ${url}, probes and /metrics on ${adminUrl}`)
-
-    releasers.add('database preparation', () => preparation.abort())
-    const started = prepareDatabaseThenFeed({
+    const http = await listen(start, { feed, preparation, identity })
+    start.releasers.add('database preparation', () => preparation.abort())
+    const started = prepareSchemaThenStartFeed({
       config,
       logger,
-      sql,
+      sql: database.sql,
       schema,
-      embedded: location.embedded,
+      embedded: database.embedded,
       feed,
       stored: stored !== undefined,
       preparation,
-      metrics,
+      metrics: start.metrics,
       now: options.now,
     })
     started.catch(() => {})
-    if (localIssuer !== undefined) logDemoCurlOnFirstSnapshot(feed, localIssuer, url, logger)
-
-    // Closing at once ends a shutdown's delay too.
-    const delay = new AbortController()
-    const close = () => {
-      shuttingDown = true
-      delay.abort()
-      return releasers.releaseAll()
+    if (identity.localIssuer !== undefined) {
+      logDemoCurlOnFirstSnapshot(feed, identity.localIssuer, http.url, logger)
     }
-    return {
-      app,
-      feed,
-      metrics,
-      url,
-      adminUrl,
-      localIssuer,
-      started,
-      async shutdown({ delayMs }) {
-        shuttingDown = true
-        if (delayMs > 0) {
-          logger.info(
-            { delayMs },
-            `/readyz answers 503; serving on for ${delayMs / 1000} s, then draining`,
-          )
-          await sleep(delayMs, undefined, { signal: delay.signal }).catch(() => {})
-        }
-        if (!delay.signal.aborted) {
-          logger.info('draining: event streams end, the listener closes, requests in flight finish')
-        }
-        await close()
-      },
-      close,
-    }
+    return runningService(start, { ...http, feed, localIssuer: identity.localIssuer, started })
   } catch (error) {
-    await releasers.releaseAll()
+    await start.releasers.releaseAll()
     throw error
   }
 }
 
-/**
- * ADMIN_PORT's instance (admin-app.ts), listening. Its cleanup is added before the API's, so it
- * closes after it: probes and scrapes are answered through the API's drain.
- */
-async function listenOnAdminPort(
-  address: { readonly host: string; readonly port: number },
-  deps: AdminAppDeps,
-  releasers: Releasers,
-): Promise<string> {
-  const admin = buildAdminApp(deps)
-  releasers.add('admin http server', () => admin.close())
-  // Node's default backlog: a probe or a scrape now and then, from a few peers.
-  return listenAt(admin, address)
+/** What every step of the start shares. */
+interface Start {
+  readonly config: Config
+  readonly logger: Logger
+  readonly options: ServiceOptions
+  readonly metrics: Metrics
+  readonly releasers: Releasers
+  /** A signal during the start: the step under way ends and what was started is released. */
+  readonly signal: AbortSignal
+  /** Set by a shutdown: /readyz answers 503 from then on. */
+  shuttingDown: boolean
 }
 
-/**
- * The snapshot file read (local mode keeps it beside its key pair, so that `npm start` starts
- * from it too), the feed made from it, and the file's writer; nothing reads the database yet.
- */
-async function openSnapshotFeed(
-  config: Config,
-  logger: Logger,
-  context: {
-    readonly readUrl: string
-    readonly feedUrl: string
-    readonly dataDir: string
-    readonly metrics: Metrics
-    readonly releasers: Releasers
-    readonly options: ServiceOptions
-  },
-): Promise<{ feed: SnapshotFeed; stored: StoredSnapshot | undefined }> {
-  const { readUrl, feedUrl, dataDir, metrics, releasers, options } = context
-  const startSignal = options.signal ?? new AbortController().signal
-  const migrations = (await readMigrationFiles()).map((file) => `${file.name} ${file.checksum}`)
-  const snapshotFile =
-    config.snapshotFile ?? (config.oidc === null ? join(dataDir, 'snapshot') : null)
-  startSignal.throwIfAborted()
-  const stored =
-    snapshotFile === null ? undefined : await readSnapshotFile(snapshotFile, { migrations, logger })
-  const serviceVersion = await readServiceVersion()
-  startSignal.throwIfAborted()
-  const feed = createSnapshotFeed({
-    readUrl,
-    feedUrl,
+async function openDatabase(start: Start): Promise<DatabaseLocation & { readonly sql: Sql }> {
+  const location = await locateDatabase(start.config.databaseUrl, start.logger)
+  start.releasers.add('database server', () => location.stop())
+  start.signal.throwIfAborted()
+  const sql = connectDatabase(location.url)
+  start.releasers.add('database pool', () => sql.end({ timeout: 5 }))
+  return { ...location, sql }
+}
+
+interface Identity {
+  readonly verifier: TokenVerifier<Caller>
+  readonly localIssuer: LocalIssuer | undefined
+  /** PORT as listened on: local mode needs it before listening, as the issuer tokens name. */
+  readonly port: number
+}
+
+async function openIdentity({
+  config,
+  logger,
+  metrics,
+  options,
+  releasers,
+}: Start): Promise<Identity> {
+  const dataDir = options.dataDir ?? LOCAL_DATA_DIR
+  const port = config.oidc === null && config.port === 0 ? await findFreePort() : config.port
+  const localIssuer =
+    config.oidc === null
+      ? await loadLocalIssuer({ dataDir, issuer: localIssuerUrl(config.host, port) })
+      : undefined
+  if (localIssuer !== undefined) await recordLocalIssuer(dataDir, localIssuer.issuer)
+  const verifier = createTokenVerifier({
+    oidc: config.oidc ?? localOidcConfig(localIssuer?.issuer ?? '', LOCAL_AUDIENCE),
+    toCaller: buildCaller,
+    cacheMax: config.tokenCacheMax,
+    failureLog: config.authFailureLog,
     logger,
     metrics,
-    ...(stored && { stored: { ...stored, maxAgeMs: config.snapshotFileMaxAgeS * 1000 } }),
-    standbyModeAfterMs: options.standbyModeAfterMs,
-    now: options.now,
   })
-  // The writer closes after the feed (releasers run in reverse): a reload that finishes during
-  // the shutdown, and the last confirmation, are written. Neither holds anything until started.
-  if (snapshotFile !== null) {
-    const writer = startSnapshotFileWriter({
-      path: snapshotFile,
-      snapshots: feed,
-      migrations,
-      serviceVersion,
-      logger,
-      metrics,
-      ...(options.snapshotFileConfirmIntervalMs !== undefined && {
-        confirmIntervalMs: options.snapshotFileConfirmIntervalMs,
-      }),
-    })
-    releasers.add('snapshot file writer', () => writer.close())
-  }
-  releasers.add('snapshot feed', () => feed.close())
-  return { feed, stored }
+  releasers.add('token verifier', () => verifier.close())
+  return { verifier, localIssuer, port }
 }
 
-/** package.json's version: the snapshot file names the service that wrote it. */
-async function readServiceVersion(): Promise<string> {
-  const text = await readFile(new URL('../package.json', import.meta.url), 'utf8')
-  return (JSON.parse(text) as { version: string }).version
+/**
+ * ADMIN_PORT's instance (admin-app.ts) first, so that it closes after the API's: probes and
+ * scrapes are answered through the API's drain. Then the API on PORT.
+ */
+async function listen(
+  start: Start,
+  parts: {
+    readonly feed: SnapshotFeed
+    readonly preparation: Preparation
+    readonly identity: Identity
+  },
+): Promise<{
+  readonly app: FastifyInstance
+  readonly url: string
+  readonly adminUrl: string | undefined
+}> {
+  const { config, logger, releasers, options } = start
+  // What both ports' instances share: the same readiness, the same registry.
+  const shared: AdminAppDeps = {
+    logger,
+    metrics: start.metrics,
+    snapshots: parts.preparation.explain(parts.feed),
+    logRequests: config.logRequests,
+    isShuttingDown: () => start.shuttingDown,
+    drainDeadlineMs: options.drainDeadlineMs,
+  }
+  let adminUrl: string | undefined
+  if (config.adminPort !== null) {
+    const admin = buildAdminApp(shared)
+    releasers.add('admin http server', () => admin.close())
+    // Node's default backlog: a probe or a scrape now and then, from a few peers.
+    adminUrl = await listenAt(admin, { host: config.host, port: config.adminPort })
+  }
+  const { verifier, localIssuer, port } = parts.identity
+  const app = buildApp({
+    ...shared,
+    verifier,
+    corsOrigins: config.corsOrigins,
+    eventStreamsMax: config.eventStreamsMax,
+    standingQueue: options.standingQueue,
+    metricsOnAdminPort: adminUrl !== undefined,
+    ...(localIssuer === undefined ? {} : { localIssuer }),
+  })
+  releasers.add('http server', () => app.close())
+  const url = await listenAt(app, { port, host: config.host, backlog: LISTEN_BACKLOG })
+  start.signal.throwIfAborted()
+  if (adminUrl === undefined) logger.info({ url }, `listening on ${url}`)
+  else logger.info({ url, adminUrl }, `listening on ${url}, probes and /metrics on ${adminUrl}`)
+  return { app, url, adminUrl }
+}
+
+/** The service as started: its shutdown and close release what the start made. */
+function runningService(
+  start: Start,
+  parts: Pick<Service, 'app' | 'url' | 'adminUrl' | 'feed' | 'localIssuer' | 'started'>,
+): Service {
+  const { logger, releasers } = start
+  // Closing at once ends a shutdown's delay too.
+  const delay = new AbortController()
+  const close = () => {
+    start.shuttingDown = true
+    delay.abort()
+    return releasers.releaseAll()
+  }
+  return {
+    ...parts,
+    metrics: start.metrics,
+    async shutdown({ delayMs }) {
+      start.shuttingDown = true
+      if (delayMs > 0) {
+        logger.info(
+          { delayMs },
+          `/readyz answers 503; serving on for ${delayMs / 1000} s, then draining`,
+        )
+        await sleep(delayMs, undefined, { signal: delay.signal }).catch(() => {})
+      }
+      if (!delay.signal.aborted) {
+        logger.info('draining: event streams end, the listener closes, requests in flight finish')
+      }
+      await close()
+    },
+    close,
+  }
 }
