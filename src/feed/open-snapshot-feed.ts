@@ -66,6 +66,6 @@ export async function openSnapshotFeed(
 
 /** package.json's version: the snapshot file names the service that wrote it. */
 async function readServiceVersion(): Promise<string> {
-  const text = await readFile(new URL('../package.json', import.meta.url), 'utf8')
+  const text = await readFile(new URL('../../package.json', import.meta.url), 'utf8')
   return (JSON.parse(text) as { version: string }).version
 }

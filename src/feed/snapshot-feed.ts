@@ -22,10 +22,7 @@ export interface SnapshotFeedOptions {
   readonly feedUrl: string
   readonly logger: Logger
   readonly metrics: Metrics
-  /**
-   * The snapshot this instance kept in its file (snapshot-file/): the base of the first read, and
-   * what is served while the database cannot be reached, unless last confirmed over `maxAgeMs` ago.
-   */
+  /** The snapshot file's (snapshot-file/): the first read's base, served while the database is not. */
   readonly stored?: StoredSnapshotWithBound
   /** Told what each read found before it is put in service (tests commit during a reload). */
   readonly onRead?: (read: {
@@ -34,11 +31,9 @@ export interface SnapshotFeedOptions {
   }) => Promise<void> | void
   /** How often the database is checked for changes no notification announced. */
   readonly checkIntervalMs?: number
-  /** How long a read may take before it is given up as failed (a connection gone silent). */
+  /** The defaults of read-connection.ts, replay-wait.ts and listening-connection.ts; tests shorten them. */
   readonly readTimeoutMs?: number
-  /** How long a reload waits at most for a standby to replay a notified commit (replay-wait.ts). */
   readonly replayWaitMaxMs?: number
-  /** Only servers in recovery for this long: standby mode (listening-connection.ts; a minute). */
   readonly standbyModeAfterMs?: number
   /** The clock (ms) of the outages' log lines (db/outage-log.ts); tests pass their own. */
   readonly now?: () => number
@@ -49,11 +44,7 @@ export interface SnapshotFeed extends SnapshotSource {
   requestReload(): void
   /** Starts listening and loading; returns at once, the first load runs in the background. */
   start(): void
-  /**
-   * The database cannot be reached: with nothing in service yet, the stored snapshot is served,
-   * unless last confirmed longer ago than its bound, until a read of the database catches up.
-   * True when it is served.
-   */
+  /** The database cannot be reached: serves the stored snapshot if nothing is (served-snapshot.ts). */
   serveStored(): boolean
   close(): Promise<void>
 }
@@ -83,7 +74,6 @@ type FeedEvent =
   | { readonly type: 'start' }
   | { readonly type: 'reloadAsked'; readonly proven: boolean }
   | { readonly type: 'reloadsEnded'; readonly retryInMs: number | undefined }
-  | { readonly type: 'retryDue' }
   | { readonly type: 'served'; readonly origin: SnapshotOrigin }
   | { readonly type: 'listening'; readonly listening: boolean }
   | { readonly type: 'close' }
@@ -154,16 +144,12 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         enter('reloading')
         reloadLoop = reloadWhilePending()
         return
-      case 'retryDue':
-        if (state.name !== 'backingOff') return
-        enter('reloading')
-        reloadLoop = reloadWhilePending()
-        return
       case 'reloadsEnded':
         if (state.name !== 'reloading') return
         if (event.retryInMs === undefined) enter('idle')
         else {
-          const timer = setTimeout(() => on({ type: 'retryDue' }), event.retryInMs)
+          const retry = () => on({ type: 'reloadAsked', proven: true })
+          const timer = setTimeout(retry, event.retryInMs)
           state = { ...state, name: 'backingOff', timer }
         }
         return
