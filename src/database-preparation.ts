@@ -13,35 +13,12 @@ import { seedEmptyDatabase } from './definitions/import-definitions.js'
 import type { SnapshotFeed } from './feed/snapshot-feed.js'
 import type { Metrics } from './metrics.js'
 import type { Releasers } from './releasers.js'
-import type { SnapshotSource } from './snapshot/types.js'
 
 /**
  * How long the database may take to answer at start before the snapshot file is served; an
  * answer in time catches the snapshot up from the database first.
  */
 const DATABASE_ANSWER_MS = 2_000
-
-/** For /readyz: the migrations a read-only database lacks, awaited before the feed starts. */
-export interface Preparation {
-  readonly signal: AbortSignal
-  /** The feed as /readyz sees it: while the schema is awaited, that is the reason. */
-  explain(feed: SnapshotFeed): SnapshotSource
-  awaitSchema(reason: string | null): void
-  abort(): void
-}
-
-export function createPreparation(): Preparation {
-  const controller = new AbortController()
-  let awaited: string | null = null
-  return {
-    signal: controller.signal,
-    explain: (feed) => ({ ...feed, notReadyReason: () => awaited ?? feed.notReadyReason() }),
-    awaitSchema(reason) {
-      awaited = reason
-    },
-    abort: () => controller.abort(),
-  }
-}
 
 /**
  * Migrations (on a read-only database, the check that they are there) and seeds, retried while
@@ -58,13 +35,13 @@ export async function prepareSchemaThenStartFeed(context: {
   feed: SnapshotFeed
   /** The feed has a stored snapshot: it is served at once unless the database answers in time. */
   stored: boolean
-  preparation: Preparation
+  /** Aborted by a close: the retries end and the feed is not started. */
+  signal: AbortSignal
   metrics: Metrics
   /** The clock (ms) of the outage's log lines (db/outage-log.ts); tests pass their own. */
   now?: (() => number) | undefined
 }): Promise<void> {
-  const { config, logger, sql, schema, embedded, feed, preparation, metrics } = context
-  const { signal } = preparation
+  const { config, logger, sql, schema, embedded, feed, signal, metrics } = context
   // A refused connection serves the stored snapshot at once, a silent network after a deadline.
   if (context.stored)
     void withDeadline(sql`select 1`, DATABASE_ANSWER_MS).catch(() => feed.serveStored())
@@ -84,7 +61,7 @@ export async function prepareSchemaThenStartFeed(context: {
       const reason = config.migrate === 'auto' ? await prepareSchema(schema, logger) : null
       metrics.databaseAttempts.inc({ task: 'prepare', result: 'success' })
       outage.succeeded()
-      preparation.awaitSchema(reason)
+      feed.awaitSchema(reason)
       if (reason === null) {
         if (embedded) await seedEmptyDatabase(sql, logger)
         break

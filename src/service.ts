@@ -12,12 +12,7 @@ import {
 } from './auth/local-issuer.js'
 import { createTokenVerifier, type TokenVerifier } from './auth/verify-token.js'
 import { type Config, localOidcConfig } from './config/config.js'
-import {
-  createPreparation,
-  openSchemaTargets,
-  type Preparation,
-  prepareSchemaThenStartFeed,
-} from './database-preparation.js'
+import { openSchemaTargets, prepareSchemaThenStartFeed } from './database-preparation.js'
 import { connectDatabase, type Sql } from './db/connect.js'
 import { findFreePort } from './embedded/embedded.js'
 import {
@@ -129,9 +124,9 @@ export async function startService(
       { readUrl: database.url, feedUrl },
       start.releasers,
     )
-    const preparation = createPreparation()
-    const http = await listen(start, { feed, preparation, identity })
-    start.releasers.add('database preparation', () => preparation.abort())
+    const http = await listen(start, { feed, identity })
+    const preparing = new AbortController()
+    start.releasers.add('database preparation', () => preparing.abort())
     const started = prepareSchemaThenStartFeed({
       config,
       logger,
@@ -140,7 +135,7 @@ export async function startService(
       embedded: database.embedded,
       feed,
       stored: stored !== undefined,
-      preparation,
+      signal: preparing.signal,
       metrics: start.metrics,
       now: options.now,
     })
@@ -218,7 +213,6 @@ async function listen(
   start: Start,
   parts: {
     readonly feed: SnapshotFeed
-    readonly preparation: Preparation
     readonly identity: Identity
   },
 ): Promise<{
@@ -231,7 +225,7 @@ async function listen(
   const shared: AdminAppDeps = {
     logger,
     metrics: start.metrics,
-    snapshots: parts.preparation.explain(parts.feed),
+    snapshots: parts.feed,
     logRequests: config.logRequests,
     isShuttingDown: () => start.shuttingDown,
     drainDeadlineMs: options.drainDeadlineMs,

@@ -39,7 +39,6 @@ const app = buildApp({
     current: () => undefined,
     origin: () => undefined,
     notReadyReason: () => 'test',
-    snapshotAgeSeconds: () => null,
     confirmedAt: () => undefined,
     onSwap: () => () => undefined,
   },

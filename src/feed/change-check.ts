@@ -10,6 +10,8 @@ export interface CheckedPosition {
   readonly snapshot: Snapshot
   /** Where the snapshot's last read (or check) ended (see sql/005_change_xids.sql). */
   readonly watermark: string
+  /** The feed's count of reads: tells whether one ran during the check. */
+  readonly reads: number
 }
 
 /** What a check found; the feed decides what it moves. */
@@ -27,20 +29,20 @@ export interface ChangeFound {
  */
 const CHECK_INTERVAL_MS = 1_000
 
-export interface ChangeCheckOptions<P extends CheckedPosition> {
+export interface ChangeCheckOptions {
   readonly reads: ReadConnection
   /** The freshness floor when no notification is heard; one second by default. */
   readonly intervalMs?: number | undefined
   readonly logger: Logger
   /** Where the feed stands, when it is between reloads; undefined otherwise (no check then). */
-  idlePosition(): P | undefined
+  idlePosition(): CheckedPosition | undefined
   listener(): ListeningConnection | undefined
   /** LISTEN is in place: a change it did not announce tells that the connection went deaf. */
   listening(): boolean
   /** A standby that lags past the replay wait shows changes long after they were announced. */
   standbyBehind(): boolean
   /** What the check found, from the position it started at. */
-  onChecked(found: ChangeFound, from: P): void
+  onChecked(found: ChangeFound, from: CheckedPosition): void
 }
 
 /**
@@ -49,9 +51,7 @@ export interface ChangeCheckOptions<P extends CheckedPosition> {
  * nothing was heard about a change an interval later either, the listening connection is deaf
  * and is made again. One small indexed query, empty when nothing changed.
  */
-export function startChangeCheck<P extends CheckedPosition>(
-  options: ChangeCheckOptions<P>,
-): { stop(): void } {
+export function startChangeCheck(options: ChangeCheckOptions): { stop(): void } {
   const { logger } = options
   const intervalMs = options.intervalMs ?? CHECK_INTERVAL_MS
   let timer: NodeJS.Timeout | undefined

@@ -3,7 +3,13 @@ import type { Sql } from '../db/connect.js'
 import { type ChangesFound, readSnapshotChanges } from '../db/read-snapshot-rows.js'
 import { type AppRecord, recordApp } from '../snapshot/app-record.js'
 import { groupRowsByApp } from '../snapshot/app-rows.js'
-import { datasetOf, historyOf, recordsOf, revisionInSnapshot } from '../snapshot/build.js'
+import {
+  assembleSnapshot,
+  datasetOf,
+  historyOf,
+  recordsOf,
+  revisionInSnapshot,
+} from '../snapshot/build.js'
 import type { Snapshot } from '../snapshot/types.js'
 
 /**
@@ -12,13 +18,16 @@ import type { Snapshot } from '../snapshot/types.js'
  */
 const BUILD_SLICE_MS = 10
 
-/** What a read of the database brings to put on top of `base`. */
-export interface ChangedApps {
+/** Told which apps a read found, before they are built into a snapshot (tests commit then). */
+export type OnRead = (read: {
+  complete: boolean
+  appKeys: readonly string[]
+}) => Promise<void> | void
+
+/** What a reload read, and the snapshot it makes on top of its base. */
+export interface ChangedSnapshot {
   readonly found: ChangesFound
-  /** The apps whose revision moved, read and recorded. */
-  readonly records: readonly AppRecord[]
-  /** `base`'s apps that are gone. */
-  readonly removedApps: readonly string[]
+  readonly snapshot: Snapshot
 }
 
 /**
@@ -29,11 +38,19 @@ export interface ChangedApps {
  * db/server-history.ts) has every app listed (`since` is of no use there), and its revisions
  * compared: no write's revision is ever handed out again (sql/008_revision_ids.sql).
  */
-export async function readChangedApps(
+export async function readChangedSnapshot(
   sql: Sql,
-  base: Snapshot | undefined,
-  since: string | undefined,
-): Promise<ChangedApps> {
+  read: {
+    readonly base: Snapshot | undefined
+    readonly since: string | undefined
+    /** When the read started: the new snapshot's loadedAt. */
+    readonly readAt: Date
+    /** Every app made again, even where nothing changed (caught up from the snapshot file). */
+    readonly renew: boolean
+    readonly onRead?: OnRead | undefined
+  },
+): Promise<ChangedSnapshot> {
+  const { base, since } = read
   const records: AppRecord[] = []
   const held = base === undefined ? new Map<string, AppRecord>() : recordsOf(base)
   // From the first rows built, not from the read's start: the wait for the database blocks nothing,
@@ -61,7 +78,16 @@ export async function readChangedApps(
       }
     },
   })
-  return { found, records, removedApps: removedBy(found, base) }
+  await read.onRead?.({ complete: found.complete, appKeys: records.map((record) => record.appKey) })
+  const snapshot = assembleSnapshot(records, {
+    ...(base && { previous: base }),
+    removedApps: removedBy(found, base),
+    loadedAt: read.readAt,
+    dataset: found.dataset,
+    history: found.history,
+    renew: read.renew,
+  })
+  return { found, snapshot }
 }
 
 /** The base's apps a read says are gone: those deleted since, or a complete read lacks. */

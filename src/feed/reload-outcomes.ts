@@ -11,8 +11,8 @@ export interface ReloadOutcomes {
   failed(error: unknown, startedAt: number, kept: boolean): number
   /** No LISTEN could be put in place: /readyz says why, until a reload says otherwise. */
   listenFailed(error: unknown): void
-  /** Why the database is unavailable, for /readyz; null while no attempt failed. */
-  lastError(): string | null
+  /** Why no snapshot is loaded yet, for /readyz: the last error, if an attempt failed. */
+  notReadyReason(): string
 }
 
 export function createReloadOutcomes(deps: {
@@ -55,6 +55,7 @@ export function createReloadOutcomes(deps: {
     listenFailed(error) {
       lastError ??= describeDatabaseError(error)
     },
-    lastError: () => lastError,
+    notReadyReason: () =>
+      lastError === null ? 'loading the first snapshot' : `database unavailable (${lastError})`,
   }
 }

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino'
 import type { Metrics } from '../metrics.js'
-import { assembleSnapshot } from '../snapshot/build.js'
-import type { SnapshotOrigin, SnapshotSource } from '../snapshot/types.js'
+import type { SnapshotSource } from '../snapshot/types.js'
 import { type ChangeFound, type CheckedPosition, startChangeCheck } from './change-check.js'
+import type { FeedEvent, FeedState } from './feed-state.js'
 import { type ListeningConnection, startListening } from './listening-connection.js'
-import { readChangedApps } from './read-changed-apps.js'
+import { type OnRead, readChangedSnapshot } from './read-changed-apps.js'
 import { createReadConnection } from './read-connection.js'
 import { createReloadOutcomes } from './reload-outcomes.js'
 import { foldRequests, type ReloadRequest } from './reload-request.js'
@@ -16,22 +16,17 @@ import {
 } from './served-snapshot.js'
 
 export interface SnapshotFeedOptions {
-  /** Where snapshots are read (DATABASE_URL): the primary, a pooler or a standby. */
+  /** DATABASE_URL, where snapshots are read, and FEED_DATABASE_URL (the primary), for LISTEN. */
   readonly readUrl: string
-  /** Session-mode connection string to the primary, for LISTEN (FEED_DATABASE_URL). */
   readonly feedUrl: string
   readonly logger: Logger
   readonly metrics: Metrics
   /** The snapshot file's (snapshot-file/): the first read's base, served while the database is not. */
   readonly stored?: StoredSnapshotWithBound
   /** Told what each read found before it is put in service (tests commit during a reload). */
-  readonly onRead?: (read: {
-    complete: boolean
-    appKeys: readonly string[]
-  }) => Promise<void> | void
-  /** How often the database is checked for changes no notification announced. */
+  readonly onRead?: OnRead
+  /** Defaults of change-check.ts, read-connection.ts, replay-wait.ts, listening-connection.ts. */
   readonly checkIntervalMs?: number
-  /** The defaults of read-connection.ts, replay-wait.ts and listening-connection.ts; tests shorten them. */
   readonly readTimeoutMs?: number
   readonly replayWaitMaxMs?: number
   readonly standbyModeAfterMs?: number
@@ -44,53 +39,22 @@ export interface SnapshotFeed extends SnapshotSource {
   requestReload(): void
   /** Starts listening and loading; returns at once, the first load runs in the background. */
   start(): void
+  /** Before the start, what the schema lacks (database-preparation.ts): /readyz says it. */
+  awaitSchema(reason: string | null): void
   /** The database cannot be reached: serves the stored snapshot if nothing is (served-snapshot.ts). */
   serveStored(): boolean
   close(): Promise<void>
 }
 
 /**
- * Where the feed stands, in one field, moved only by `on`'s events. `name` is the reload loop;
- * reloads run one at a time and what is asked meanwhile waits in `pending`.
- * - `stopped`: not started yet (the schema is being prepared); `closed`: for good.
- * - `idle`: the snapshot is as fresh as the last read; the check runs every second.
- * - `reloading`: waiting for a standby to replay (replay-wait.ts), then reading what changed and
- *   building it, in chunks that yield to the event loop; a reload asked for meanwhile runs next.
- * - `backingOff`: the last reload failed; the snapshot in service is kept and the reload tried
- *   again after a capped, jittered backoff. A notification waits for it; a new LISTEN, or a
- *   check that reached the database, does not.
- * `serving`: nothing yet, the snapshot file (until the database is read), or a read of it.
- * `listening`: LISTEN is in place (listening-connection.ts), so changes are announced.
- */
-type FeedState = {
-  readonly serving: 'nothing' | SnapshotOrigin
-  readonly listening: boolean
-} & (
-  | { readonly name: 'stopped' | 'idle' | 'reloading' | 'closed' }
-  | { readonly name: 'backingOff'; readonly timer: NodeJS.Timeout }
-)
-
-type FeedEvent =
-  | { readonly type: 'start' }
-  | { readonly type: 'reloadAsked'; readonly proven: boolean }
-  | { readonly type: 'reloadsEnded'; readonly retryInMs: number | undefined }
-  | { readonly type: 'served'; readonly origin: SnapshotOrigin }
-  | { readonly type: 'listening'; readonly listening: boolean }
-  | { readonly type: 'close' }
-
-/** What a check starts from: the count of reads tells whether one ran meanwhile. */
-type IdlePosition = CheckedPosition & { readonly reads: number }
-
-/**
  * Keeps an immutable snapshot of the database fresh, in the shape of graphile-worker's
- * `listenForChanges`. Besides the feed's state, and the windows (served-snapshot.ts):
- * - **Listening** (listening-connection.ts): a complete reload follows each LISTEN put in place,
- *   since notifications sent meanwhile are lost; each notification asks for a reload.
- * - **Checking** (change-check.ts), every second while idle, for changes no notification announced.
+ * `listenForChanges`: each notification asks for a reload, and each LISTEN put in place for a
+ * complete one (notifications sent meanwhile are lost); the check (change-check.ts) finds, every
+ * second while idle, the changes no notification announced.
  */
 export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const { logger, metrics, stored } = options
-  let state: FeedState = { name: 'stopped', serving: 'nothing', listening: false }
+  let state: FeedState = { name: 'stopped', awaiting: null, serving: 'nothing', listening: false }
   let pending: ReloadRequest | undefined
   // An instance that reads the primary (no FEED_DATABASE_URL of its own) reads only a primary,
   // until standby mode: after a failover it never serves what a server in recovery holds.
@@ -104,12 +68,10 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   const origin = () => (state.serving === 'nothing' ? undefined : state.serving)
   const served = createServedSnapshot({ logger, metrics, origin })
   // Where the feed stands in the database; only its reloads, and what its checks find, move it.
-  // - watermark: where the next incremental read starts (sql/005_change_xids.sql);
-  // - fromStandby: of the last read; confirmedAt: when the snapshot in service last matched (ms).
   const position = {
-    watermark: undefined as string | undefined,
-    fromStandby: undefined as boolean | undefined,
-    confirmedAt: null as number | null,
+    watermark: undefined as string | undefined, // where the next read starts (sql/005)
+    fromStandby: undefined as boolean | undefined, // the last read's
+    confirmedAt: null as number | null, // when the snapshot in service last matched (ms)
     reads: 0, // reads that brought a snapshot: a check tells that one ran meanwhile
   }
   const storedToServe = createStoredSnapshotGate(stored, logger)
@@ -118,7 +80,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
 
   const closing = new AbortController()
   const replayWait = createReplayWait({
-    onStandby: (read, deadlineMs) => reads.run(read, deadlineMs),
+    onStandby: reads.run,
     onPrimary: (read) => listener?.withConnection(read) ?? Promise.reject(new Error('not started')),
     logger,
     metrics,
@@ -137,6 +99,9 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
         if (state.name !== 'stopped') return
         enter('idle')
         startListeningAndChecking()
+        return
+      case 'schemaAwaited':
+        if (state.name === 'stopped') state = { ...state, awaiting: event.reason }
         return
       case 'reloadAsked':
         if (state.name === 'backingOff' && event.proven) clearTimeout(state.timer)
@@ -199,31 +164,24 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     const readAt = new Date()
     // The stored snapshot is the base of the first read: only what changed since is read.
     const base = served.current() ?? stored?.snapshot
-    const since = request.complete ? undefined : position.watermark
     try {
-      const { found, records, removedApps } = await reads.run((sql) =>
-        readChangedApps(sql, base, since),
+      const { found, snapshot } = await reads.run((sql) =>
+        readChangedSnapshot(sql, {
+          base,
+          since: request.complete ? undefined : position.watermark,
+          readAt,
+          // Caught up from the file: served as read now, even where nothing changed.
+          renew: state.serving !== 'database',
+          onRead: options.onRead,
+        }),
       )
       position.reads += 1
       position.fromStandby = found.fromStandby
-      await options.onRead?.({
-        complete: found.complete,
-        appKeys: records.map((record) => record.appKey),
-      })
-      const next = assembleSnapshot(records, {
-        ...(base && { previous: base }),
-        removedApps,
-        loadedAt: readAt,
-        dataset: found.dataset,
-        history: found.history,
-        // Caught up from the file: served as read now, even where nothing changed.
-        renew: state.serving !== 'database',
-      })
       position.watermark = found.watermark
       position.confirmedAt = Date.now()
       outcomes.succeeded(startedAt)
       on({ type: 'served', origin: 'database' })
-      served.swap(next, 'database')
+      served.swap(snapshot, 'database')
       return undefined
     } catch (error) {
       if (closing.signal.aborted) return undefined // ended by the shutdown: no failure
@@ -234,16 +192,17 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   }
 
   function serveStored(): boolean {
-    if (state.name === 'closed' || state.serving !== 'nothing') return state.serving === 'file'
-    const usable = storedToServe()
-    if (usable === undefined) return false
-    position.confirmedAt = usable.confirmedAt.getTime()
-    on({ type: 'served', origin: 'file' })
-    served.swap(usable.snapshot, 'file')
-    return true
+    const usable =
+      state.name === 'closed' || state.serving !== 'nothing' ? undefined : storedToServe()
+    if (usable !== undefined) {
+      position.confirmedAt = usable.confirmedAt.getTime()
+      on({ type: 'served', origin: 'file' })
+      served.swap(usable.snapshot, 'file')
+    }
+    return state.serving === 'file'
   }
 
-  function idlePosition(): IdlePosition | undefined {
+  function idlePosition(): CheckedPosition | undefined {
     const snapshot = served.current()
     const { watermark, reads } = position
     if (state.name !== 'idle' || snapshot === undefined || watermark === undefined) return undefined
@@ -251,7 +210,7 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
   }
 
   /** A change found is reloaded; none, with no read or swap meanwhile, confirms the snapshot. */
-  function moveByCheck(found: ChangeFound, from: IdlePosition): void {
+  function moveByCheck(found: ChangeFound, from: CheckedPosition): void {
     position.fromStandby = found.fromStandby
     if (found.moved) requestReload({ proven: true })
     else if (from.reads === position.reads && idlePosition()?.snapshot === from.snapshot) {
@@ -293,18 +252,16 @@ export function createSnapshotFeed(options: SnapshotFeedOptions): SnapshotFeed {
     current: served.current,
     origin,
     onSwap: served.onSwap,
-    notReadyReason: () =>
-      state.name === 'closed'
-        ? 'shutting down'
-        : outcomes.lastError() === null
-          ? 'loading the first snapshot'
-          : `database unavailable (${outcomes.lastError()})`,
-    snapshotAgeSeconds: () =>
-      position.confirmedAt === null ? null : (Date.now() - position.confirmedAt) / 1000,
+    notReadyReason() {
+      if (state.name === 'closed') return 'shutting down'
+      if (state.name === 'stopped' && state.awaiting !== null) return state.awaiting
+      return outcomes.notReadyReason()
+    },
     confirmedAt: () => (position.confirmedAt === null ? undefined : new Date(position.confirmedAt)),
     requestReload: () => requestReload({ proven: true, announced: true }),
     serveStored,
     start: () => on({ type: 'start' }),
+    awaitSchema: (reason) => on({ type: 'schemaAwaited', reason }),
     async close() {
       on({ type: 'close' })
       closing.abort()

@@ -15,8 +15,9 @@ export function registerMetricsRoutes(
   const { metrics, snapshots } = deps
   app.get('/metrics', { schema: metricsRoute }, async (_request, reply) => {
     // The age is a function of the scrape time, so it is set here rather than by the feed.
-    const age = snapshots.snapshotAgeSeconds()
-    if (age !== null) metrics.snapshotAge.set(age)
+    const confirmedAt = snapshots.confirmedAt()
+    if (confirmedAt !== undefined)
+      metrics.snapshotAge.set((Date.now() - confirmedAt.getTime()) / 1000)
     reply.header('content-type', metrics.registry.contentType)
     return metrics.registry.metrics()
   })

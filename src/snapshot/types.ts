@@ -94,8 +94,6 @@ export interface SnapshotSource {
   origin(): SnapshotOrigin | undefined
   /** Why there is no snapshot yet, for /readyz. */
   notReadyReason(): string
-  /** Seconds since the snapshot in service was last known to match the database; null before the first load. */
-  snapshotAgeSeconds(): number | null
   /**
    * When the snapshot in service was last known to match the database (its periodic check; for
    * the file's, the file's confirmation), never before its loadedAt; undefined before the first load.

@@ -15,6 +15,7 @@ import postgres from '../../src/db/postgres-driver.js'
 import { selectHistory } from '../../src/db/server-history.js'
 import { createSnapshotFeed, type SnapshotFeed } from '../../src/feed/snapshot-feed.js'
 import { createMetrics } from '../../src/metrics.js'
+import { snapshotAgeSeconds } from '../helpers/metrics.js'
 import { createReplicatedDatabase, startStreamingReplica } from '../helpers/streaming-replica.js'
 import { startSwitchingProxy } from '../helpers/switching-proxy.js'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
@@ -117,7 +118,7 @@ async function failOverLosingACommit(
     select pg_snapshot_xmin(pg_current_snapshot())::text as "lostXmin"`
   const lostAt = Date.now()
   await waitFor(
-    () => (feed.snapshotAgeSeconds() ?? Number.POSITIVE_INFINITY) * 1000 < Date.now() - lostAt,
+    () => snapshotAgeSeconds(feed) * 1000 < Date.now() - lostAt,
     'a check to confirm the snapshot (and move its watermark) past the lost transactions',
   )
   // What the instance's file holds now (Persisted snapshot): its revisions are the lost history's.
