@@ -24,57 +24,46 @@ export interface LoadResult {
   readonly p99Ms: number
   /** Connection errors, timeouts and responses of status 400 or more. */
   readonly errors: number
-  /**
-   * The same by kind: wrk's `connect`, `read`, `write`, `timeout` and
-   * `status`; autocannon's `socket`, `timeout` and `status`.
-   */
+  /** The same by kind: wrk's `connect`, `read`, `write`, `timeout` and `status`. */
   readonly errorsByKind: Readonly<Record<string, number>>
 }
 
 export type LoadGenerator = ReturnType<typeof createLoadGenerator>
 
-/** The line both generators print last (rotate-tokens.lua, autocannon-leg.ts); times in µs. */
+/** The line rotate-tokens.lua prints last; times in µs. */
 type ResultLine = Record<
   'requests' | 'durationUs' | 'p50Us' | 'p99Us' | 'socketErrors' | 'statusErrors' | 'next',
   number
 > & { readonly errorsByKind: Record<string, number> }
 
 const LUA_SCRIPT = fileURLToPath(new URL('./rotate-tokens.lua', import.meta.url))
-const AUTOCANNON_LEG = fileURLToPath(new URL('./autocannon-leg.ts', import.meta.url))
 /** A leg that `stop()` ends; longer than any run. */
 const UNTIL_STOPPED_S = 3_600
 
 /**
- * wrk when it is on PATH: written in C, on one thread, it leaves the other
- * core to the server. autocannon otherwise, in a process of its own so that
- * the benchmark's event loop (the refresh poller) stays free.
+ * wrk: written in C, on one thread, it leaves the other core to the server. A generator in
+ * JavaScript would share the cores with the service and flatter the ratios: there is none.
  */
-export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, connections: number) {
+export function createLoadGenerator(connections: number) {
   // `wrk -v` prints the version and exits with 1; spawning fails when wrk is not on PATH.
   const version = spawnSync('wrk', ['-v'], { encoding: 'utf8' })
-  const wrk = version.error ? null : (/^wrk \S+/.exec(version.stdout)?.[0] ?? 'wrk')
-  if (requested === 'wrk' && wrk === null) {
-    throw new Error('BENCH_GENERATOR=wrk, but wrk is not on PATH (Debian package wrk)')
-  }
-  const useWrk = wrk !== null && requested !== 'autocannon'
+  if (version.error) throw new Error('wrk is not on PATH: apt-get install wrk (Debian package wrk)')
+  const wrk = /^wrk \S+/.exec(version.stdout)?.[0] ?? 'wrk'
   const running = new Set<ChildProcess>()
 
   const launch = (job: LoadJob, durationS: number) => {
     const { url, tokens, headers = {} } = job
-    const args = useWrk
-      ? [
-          '-t1',
-          `-c${connections}`,
-          `-d${durationS}s`,
-          '--timeout=10s',
-          `--script=${LUA_SCRIPT}`,
-          ...Object.entries(headers).map(([name, value]) => `--header=${name}: ${value}`),
-          url,
-          tokens.path,
-          String(tokens.next),
-        ]
-      : ['--import', 'tsx', AUTOCANNON_LEG, JSON.stringify({ ...job, connections, durationS })]
-    const [command, commandArgs] = useWrk ? pinLoadGenerator('wrk', args) : [process.execPath, args]
+    const [command, commandArgs] = pinLoadGenerator('wrk', [
+      '-t1',
+      `-c${connections}`,
+      `-d${durationS}s`,
+      '--timeout=10s',
+      `--script=${LUA_SCRIPT}`,
+      ...Object.entries(headers).map(([name, value]) => `--header=${name}: ${value}`),
+      url,
+      tokens.path,
+      String(tokens.next),
+    ])
     const child = spawn(command, commandArgs, {
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -101,7 +90,7 @@ export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, conn
         })
       })
     })
-    // Once: a second SIGINT would kill autocannon's process before it prints its figures.
+    // Once: a second SIGINT would kill wrk before it prints its figures.
     let stopped = false
     const stop = () => {
       if (!stopped) child.kill('SIGINT')
@@ -113,9 +102,7 @@ export function createLoadGenerator(requested: 'wrk' | 'autocannon' | null, conn
 
   return {
     /** Which generator, how it runs, and what that means for the figures. */
-    description: useWrk
-      ? `${wrk}, 1 thread, ${connections} connections`
-      : `autocannon, ${connections} connections (${wrk === null ? 'wrk is not on PATH' : 'BENCH_GENERATOR=autocannon'}; a JavaScript generator shares the two cores with the service and flatters ratios)`,
+    description: `${wrk}, 1 thread, ${connections} connections`,
     run: (job: LoadJob, durationS: number) => launch(job, durationS).result,
     /** Load until `stop()`, which resolves with the figures (and may be called again). */
     start: (job: LoadJob) => ({ stop: launch(job, UNTIL_STOPPED_S).stop }),

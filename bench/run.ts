@@ -1,7 +1,7 @@
 /**
  * `npm run bench` (after `npm run build`): sets up what environment.ts
- * describes, runs the scenarios of scenarios.ts with wrk (autocannon when wrk
- * is not on PATH) and prints the results table. Everything it starts is
+ * describes, runs the scenarios of scenarios.ts with wrk and prints the
+ * results table. Everything it starts is
  * stopped at the end, on failure and on Ctrl-C.
  */
 import { cpus, loadavg } from 'node:os'
@@ -47,7 +47,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 let exitCode = 0
 try {
-  const load = createLoadGenerator(settings.generator, settings.connections)
+  const load = createLoadGenerator(settings.connections)
   cleanup.add('load generator', () => load.close())
   log(`load generator: ${load.description}`)
   log(

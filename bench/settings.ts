@@ -2,10 +2,6 @@ export type BenchSettings = ReturnType<typeof readBenchSettings>
 
 /** The BENCH_* variables (bench/README.md), read once at start. */
 export function readBenchSettings(env: NodeJS.ProcessEnv = process.env) {
-  const generator = env.BENCH_GENERATOR?.trim() || null
-  if (generator !== null && generator !== 'wrk' && generator !== 'autocannon') {
-    throw new Error(`BENCH_GENERATOR: "${generator}" is not wrk or autocannon`)
-  }
   const only = (env.BENCH_ONLY ?? '').split(',').map((id) => id.trim())
   return {
     /** Seconds of each measured leg: short, so that a drift of the machine's speed spans few of them. */
@@ -24,8 +20,6 @@ export function readBenchSettings(env: NodeJS.ProcessEnv = process.env) {
     refreshCommits: readNumber(env, 'BENCH_REFRESH_COMMITS', 100, 1),
     /** Larger than TOKEN_CACHE_MAX, so no token is still cached when it comes round again. */
     newTokens: readNumber(env, 'BENCH_NEW_TOKENS', 30_000, 100),
-    /** Unset: wrk when it is on PATH. */
-    generator: generator as 'wrk' | 'autocannon' | null,
     /** Scenario ids; null: every scenario. */
     only: only.some((id) => id !== '') ? only.filter((id) => id !== '') : null,
     /** The servers run with `node --cpu-prof`. */
