@@ -24,15 +24,6 @@ import type {
   SnapshotRows,
 } from './snapshot-rows.js'
 
-export type {
-  AppRow,
-  BrandingRow,
-  GrantRow,
-  LabelRow,
-  MenuItemRow,
-  SnapshotRows,
-} from './snapshot-rows.js'
-
 /** One app found by a read, at the revision it was read at (null: written around the triggers). */
 export interface AppRevision {
   readonly appKey: string

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/connect.js'
 import type postgres from '../db/postgres-driver.js'
-import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
 import { columnValues, selectColumns } from '../db/select-columns.js'
+import type { AppRow, BrandingRow, MenuItemRow } from '../db/snapshot-rows.js'
 import {
   APP_COLUMNS,
   BRANDING_COLUMNS,

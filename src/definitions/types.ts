@@ -1,4 +1,4 @@
-import type { BrandingRow } from '../db/read-snapshot-rows.js'
+import type { BrandingRow } from '../db/snapshot-rows.js'
 import type { MenuKind, Zone } from '../domain/vocabulary.js'
 
 /** One app as import applies it and export prints it, defaults filled in, to compare by value. */

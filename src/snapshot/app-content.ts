@@ -1,4 +1,4 @@
-import type { AppRow, BrandingRow, MenuItemRow } from '../db/read-snapshot-rows.js'
+import type { AppRow, BrandingRow, MenuItemRow } from '../db/snapshot-rows.js'
 import type { MenuKind, Zone } from '../domain/vocabulary.js'
 
 /**

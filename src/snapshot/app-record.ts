@@ -1,4 +1,4 @@
-import type { LabelRow, MenuItemRow } from '../db/read-snapshot-rows.js'
+import type { LabelRow, MenuItemRow } from '../db/snapshot-rows.js'
 import { compareCodeUnits, ZONES, type Zone } from '../domain/vocabulary.js'
 import { encodeAppContent, encodeItem, type ItemTuple } from './app-content.js'
 import type { AppRows } from './app-rows.js'

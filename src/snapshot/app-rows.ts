@@ -4,7 +4,7 @@ import type {
   LabelRow,
   MenuItemRow,
   SnapshotRows,
-} from '../db/read-snapshot-rows.js'
+} from '../db/snapshot-rows.js'
 import { compareCodeUnits } from '../domain/vocabulary.js'
 
 /** The rows of one app, as a read returns them. */

@@ -1,4 +1,4 @@
-import type { AppRow, BrandingRow } from '../db/read-snapshot-rows.js'
+import type { AppRow, BrandingRow } from '../db/snapshot-rows.js'
 import { ZONES, type Zone } from '../domain/vocabulary.js'
 import type { ContentItem } from './app-content.js'
 import { contentTag } from './content-tag.js'

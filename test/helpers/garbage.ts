@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import type { SnapshotRows } from '../../src/db/snapshot-rows.js'
 import { MAX_VIEWS } from '../../src/snapshot/app-views.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
 import { appRow, itemRow } from '../snapshot/rows.js'

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import type { SnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import type { SnapshotRows } from '../../src/db/snapshot-rows.js'
 import { recordsOf } from '../../src/snapshot/build.js'
 import {
   encodeConfirmationLine,

@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { LabelRow } from '../../src/db/read-snapshot-rows.js'
+import type { LabelRow } from '../../src/db/snapshot-rows.js'
 import { parseAcceptLanguage } from '../../src/http/accept-language.js'
 import { createNegotiation } from '../../src/http/negotiation.js'
 import { truncationsOf } from '../../src/snapshot/locale-lookup.js'

@@ -4,7 +4,7 @@ import type {
   GrantRow,
   MenuItemRow,
   SnapshotRows,
-} from '../../src/db/read-snapshot-rows.js'
+} from '../../src/db/snapshot-rows.js'
 import { buildCaller, type Caller } from '../../src/snapshot/caller.js'
 import type { AppView, ShellVariant, Snapshot } from '../../src/snapshot/types.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/snapshot-rows.js'
 import { buildSnapshot } from '../helpers/build-snapshot.js'
 import { appRow, brandingRow, callerWith, itemRow, outlineZone, requireApp } from './rows.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/read-snapshot-rows.js'
+import type { GrantRow, MenuItemRow, SnapshotRows } from '../../src/db/snapshot-rows.js'
 import type { Snapshot } from '../../src/snapshot/types.js'
 import { createVariantCache } from '../../src/snapshot/variant-cache.js'
 import { buildSnapshot } from '../helpers/build-snapshot.js'
