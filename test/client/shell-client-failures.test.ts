@@ -199,7 +199,12 @@ t.test('the client when things fail', { skip }, async (t) => {
       // The next GET reaches no one: the proxy keeps it, its connection open and silent.
       proxy.holdRequests((requestLine) => requestLine.startsWith('GET /api/v1/shell/crm '))
       await page.refresh('hung')
-      await waitFor(() => page.requests.filter(isShellGet).length === 2, 'the GET held')
+      // Held at the proxy, not only sent: the browser reports a request before its bytes arrive,
+      // and one that reached the proxy after release() would be answered.
+      await waitFor(
+        () => proxy.requestsHeld() === 1 && page.requests.filter(isShellGet).length === 2,
+        'the GET sent and held',
+      )
       proxy.release()
       // Asked again meanwhile: this waits for the GET in flight, never for long.
       await page.refresh('hung')

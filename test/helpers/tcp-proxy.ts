@@ -25,6 +25,8 @@ export interface TcpProxy {
   hold(): void
   /** From now on, a request whose request line matches is not passed on, and its connection goes silent. */
   holdRequests(which: (requestLine: string) => boolean): void
+  /** How many requests `holdRequests` has held: a browser reports a request before its bytes arrive. */
+  requestsHeld(): number
   release(): void
   /** New connections go to this port (on the same host) from now on; open ones are left as they are. */
   retarget(port: number): void
@@ -45,6 +47,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   const held: Socket[] = []
   let holding = false
   let heldRequests: ((requestLine: string) => boolean) | undefined
+  let requestsHeld = 0
   let upstreamPort = targetPort
   const pass = (client: Socket) => {
     const upstream = connect(upstreamPort, targetHost)
@@ -56,6 +59,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       if (requestLine !== undefined) {
         pair.lastRequest = requestLine
         if (heldRequests?.(requestLine)) {
+          requestsHeld += 1
           pair.frozen = true
           return
         }
@@ -111,6 +115,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     holdRequests(which) {
       heldRequests = which
     },
+    requestsHeld: () => requestsHeld,
     release() {
       holding = false
       heldRequests = undefined
