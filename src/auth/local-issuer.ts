@@ -44,15 +44,19 @@ export async function recordLocalIssuer(dataDir: string, issuer: string): Promis
 
 /** The issuer the local service last started with from this clone; null before its first start. */
 export async function readRecordedLocalIssuer(dataDir: string): Promise<string | null> {
-  let text: string
+  const record = await readJsonIfPresent(join(dataDir, ISSUER_RECORD))
+  const issuer = (record as { issuer?: unknown } | null)?.issuer
+  return typeof issuer === 'string' ? issuer : null
+}
+
+/** The parsed file, or null when there is none. */
+async function readJsonIfPresent(file: string): Promise<unknown> {
   try {
-    text = await readFile(join(dataDir, ISSUER_RECORD), 'utf8')
+    return JSON.parse(await readFile(file, 'utf8'))
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw error
   }
-  const { issuer } = JSON.parse(text) as { issuer?: unknown }
-  return typeof issuer === 'string' ? issuer : null
 }
 
 /** Loads the key pair from `dataDir`, creating it (mode 0600) on first use. */
@@ -95,11 +99,8 @@ export async function loadLocalIssuer(options: {
 
 async function readOrCreateKey(dataDir: string): Promise<JWK> {
   const file = join(dataDir, KEY_FILE)
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as JWK
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-  }
+  const existing = await readJsonIfPresent(file)
+  if (existing !== null) return existing as JWK
   await mkdir(dataDir, { recursive: true })
   const { privateKey } = await generateKeyPair(ALGORITHM, { extractable: true })
   const jwk: JWK = {
@@ -111,8 +112,7 @@ async function readOrCreateKey(dataDir: string): Promise<JWK> {
     await writeFile(file, `${JSON.stringify(jwk)}\n`, { mode: 0o600, flag: 'wx' })
   } catch (error) {
     // Another process (the CLI beside the service) created it first: use theirs.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
-      return JSON.parse(await readFile(file, 'utf8')) as JWK
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readOrCreateKey(dataDir)
     throw error
   }
   await chmod(file, 0o600)

@@ -23,11 +23,6 @@ export interface TokenCache<Caller> {
  */
 const KEY_CHARS = 43
 
-/** The cache key of a token; a token shorter than KEY_CHARS is its own key. */
-function cacheKeyOf(token: string): string {
-  return token.slice(-KEY_CHARS)
-}
-
 /**
  * A hit is the very same token (the entry holds it whole): two tokens that end alike (not
  * expected, never trusted) take turns in the entry, each verified again once the other replaced it.
@@ -42,7 +37,7 @@ export function createTokenCache<Caller extends { readonly expiresAtMs: number }
   const cache = new LRUCache<string, CacheEntry<Caller>>({ max: options.max })
   return {
     get(token) {
-      const key = cacheKeyOf(token)
+      const key = token.slice(-KEY_CHARS)
       const entry = cache.get(key)
       if (entry === undefined || entry.token !== token) return undefined
       if (entry.caller.expiresAtMs <= now()) {
@@ -55,7 +50,7 @@ export function createTokenCache<Caller extends { readonly expiresAtMs: number }
     remember(token, caller, kid) {
       // Clock tolerance may accept a token just past its exp; such a token is not worth keeping.
       if (caller.expiresAtMs <= now()) return
-      cache.set(cacheKeyOf(token), { token, caller, kid })
+      cache.set(token.slice(-KEY_CHARS), { token, caller, kid })
     },
 
     dropVerifiedBy(removedKids) {

@@ -42,12 +42,7 @@ const ALGORITHMS: readonly string[] = [
  */
 const MAX_TOKEN_CHARS = 8 * 1024
 /** Header `typ` may also be absent; media-type spellings are equivalent (RFC 7515 section 4.1.9). */
-const ACCEPTED_HEADER_TYPES: ReadonlySet<string> = new Set([
-  'jwt',
-  'at+jwt',
-  'application/jwt',
-  'application/at+jwt',
-])
+const ACCEPTED_HEADER_TYPES = new Set(['jwt', 'at+jwt', 'application/jwt', 'application/at+jwt'])
 /** Keycloak marks access tokens `Bearer`; ID tokens say `ID` and refresh tokens `Refresh`. */
 const ACCESS_TOKEN_TYPE = 'Bearer'
 
@@ -80,10 +75,7 @@ export function createTokenVerifier<Caller extends { readonly expiresAtMs: numbe
   })
   const failureLog = createFailureLog({ logger, enabled: options.failureLog, now })
   const verifyOptions = buildVerifyOptions(oidc)
-  const verifyOptionsNow = (): JWTVerifyOptions => ({
-    ...verifyOptions,
-    currentDate: new Date(now()),
-  })
+  const verifyOptionsNow = () => ({ ...verifyOptions, currentDate: new Date(now()) })
 
   async function verifyUncached(token: string): Promise<Caller> {
     const { payload: payloadSegment, header } = readHeader(token)
