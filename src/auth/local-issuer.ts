@@ -23,14 +23,6 @@ export interface LocalTokenClaims {
   readonly email?: string
 }
 
-/** The service as its own issuer, for local use only: a key pair under `.data/`, discovery and JWKS. */
-export interface LocalIssuer {
-  readonly issuer: string
-  discoveryDocument(): Record<string, unknown>
-  jwks(): { keys: JWK[] }
-  signToken(claims: LocalTokenClaims): Promise<string>
-}
-
 /** `http://127.0.0.1:8080/local-issuer` for the address the service listens on. */
 export function localIssuerUrl(host: string, port: number): string {
   return `http://${hostInUrl(host)}:${port}/local-issuer`
@@ -59,11 +51,13 @@ async function readJsonIfPresent(file: string): Promise<unknown> {
   }
 }
 
-/** Loads the key pair from `dataDir`, creating it (mode 0600) on first use. */
-export async function loadLocalIssuer(options: {
-  dataDir: string
-  issuer: string
-}): Promise<LocalIssuer> {
+export type LocalIssuer = Awaited<ReturnType<typeof loadLocalIssuer>>
+
+/**
+ * The service as its own issuer, for local use only: discovery, JWKS and tokens signed with the key
+ * pair in `dataDir`, created there (mode 0600) on first use.
+ */
+export async function loadLocalIssuer(options: { dataDir: string; issuer: string }) {
   const privateJwk = await readOrCreateKey(options.dataDir)
   const privateKey = await importJWK(privateJwk, ALGORITHM)
   const { d: _private, ...publicJwk } = privateJwk
@@ -78,7 +72,7 @@ export async function loadLocalIssuer(options: {
       subject_types_supported: ['public'],
     }),
     jwks: () => ({ keys: [{ ...publicJwk, use: 'sig' }] }),
-    signToken: (claims) =>
+    signToken: (claims: LocalTokenClaims) =>
       new SignJWT({
         typ: 'Bearer',
         azp: 'shell-data-local',

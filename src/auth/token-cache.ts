@@ -8,14 +8,6 @@ interface CacheEntry<Caller> {
   readonly kid: string | undefined
 }
 
-export interface TokenCache<Caller> {
-  /** The cached caller, or undefined; never one whose token has expired, never another token's. */
-  get(token: string): Caller | undefined
-  remember(token: string, caller: Caller, kid: string | undefined): void
-  /** Drops the tokens verified by keys that left the key set; returns how many. */
-  dropVerifiedBy(removedKids: ReadonlySet<string>): number
-}
-
 /**
  * Characters at the end of a token that key the cache: the end of its signature (RS256 has 342
  * characters, ES256 86), so 43 (256 bits) tell tokens apart. A whole-token key (a KiB or more)
@@ -30,13 +22,14 @@ const KEY_CHARS = 43
 export function createTokenCache<Caller extends { readonly expiresAtMs: number }>(options: {
   max: number
   now: () => number
-}): TokenCache<Caller> {
+}) {
   const { now } = options
   // No TTL in the cache: `get` checks exp on its own clock, sparing a clock reading and an age
   // update per hit; an expired entry goes when next asked for or when the LRU makes room.
   const cache = new LRUCache<string, CacheEntry<Caller>>({ max: options.max })
   return {
-    get(token) {
+    /** The cached caller, or undefined; never one whose token has expired, never another token's. */
+    get(token: string): Caller | undefined {
       const key = token.slice(-KEY_CHARS)
       const entry = cache.get(key)
       if (entry === undefined || entry.token !== token) return undefined
@@ -47,13 +40,14 @@ export function createTokenCache<Caller extends { readonly expiresAtMs: number }
       return entry.caller
     },
 
-    remember(token, caller, kid) {
+    remember(token: string, caller: Caller, kid: string | undefined): void {
       // Clock tolerance may accept a token just past its exp; such a token is not worth keeping.
       if (caller.expiresAtMs <= now()) return
       cache.set(token.slice(-KEY_CHARS), { token, caller, kid })
     },
 
-    dropVerifiedBy(removedKids) {
+    /** Drops the tokens verified by keys that left the key set; returns how many. */
+    dropVerifiedBy(removedKids: ReadonlySet<string>): number {
       if (removedKids.size === 0) return 0
       // Key-set changes are rare, so a scan beats keeping a kid index in step with evictions.
       const doomed: string[] = []
