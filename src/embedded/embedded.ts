@@ -15,19 +15,12 @@ import {
   type ClusterOptions,
   initialiseCluster,
   PortTakenError,
-  type PostgresServer,
   SUPERUSER,
   startPostgresServer,
 } from './postgres-server.js'
 
 export { EmbeddedPostgresError } from './embedded-postgres-error.js'
 export { isEmbeddedPostgresInstalled } from './postgres-runtime.js'
-
-export interface EmbeddedDatabase {
-  readonly url: string
-  /** Stops the server when this process started it; nothing when it reused a running one. */
-  stop(): Promise<void>
-}
 
 /**
  * Root's clusters, each clone's in a folder of its own that the postgres OS user owns, outside the
@@ -43,12 +36,13 @@ const PORT_ATTEMPTS = 3
 /**
  * Starts PostgreSQL from `embedded-postgres` on a free loopback port, its data kept across restarts
  * (in `dataDir`, or as root in the folder recorded there). A server of ours already running on that
- * cluster (the service's, while the CLI is used) is reused, not started twice on the same files.
+ * cluster (the service's, while the CLI is used) is reused, not started twice on the same files,
+ * and then left running by `stop`.
  */
 export async function startEmbeddedDatabase(options: {
   dataDir: string
   logger: Logger
-}): Promise<EmbeddedDatabase> {
+}): Promise<{ url: string; stop(): Promise<void> }> {
   const { dataDir, logger } = options
   await mkdir(dataDir, { recursive: true, mode: 0o755 }).catch((error) => {
     throw new EmbeddedPostgresError(
@@ -88,7 +82,7 @@ export async function startEmbeddedDatabase(options: {
   }
 }
 
-async function startOnFreePort(cluster: ClusterOptions): Promise<PostgresServer> {
+async function startOnFreePort(cluster: ClusterOptions) {
   for (let attempt = 1; ; attempt += 1) {
     const port = await findFreePort()
     try {

@@ -58,11 +58,7 @@ export async function initialiseCluster(
   }
 }
 
-export interface PostgresServer {
-  readonly port: number
-  /** Fast shutdown: open connections are closed, the data stays. */
-  stop(): Promise<void>
-}
+export type PostgresServer = Awaited<ReturnType<typeof startPostgresServer>>
 
 /** Thrown when the port was taken between choosing it and PostgreSQL binding it. */
 export class PortTakenError extends EmbeddedPostgresError {
@@ -78,7 +74,7 @@ export async function startPostgresServer(
     readonly port: number
     readonly settings?: Readonly<Record<string, string>>
   },
-): Promise<PostgresServer> {
+) {
   const { dataDir, port, logger } = options
   const settings = {
     listen_addresses: '127.0.0.1',
@@ -120,6 +116,7 @@ export async function startPostgresServer(
   })
   return {
     port,
+    /** Fast shutdown: open connections are closed, the data stays. */
     async stop() {
       stopping = true
       if (server.hasEnded()) return
