@@ -41,7 +41,6 @@ export async function readRecordedLocalIssuer(dataDir: string): Promise<string |
   return typeof issuer === 'string' ? issuer : null
 }
 
-/** The parsed file, or null when there is none. */
 async function readJsonIfPresent(file: string): Promise<unknown> {
   try {
     return JSON.parse(await readFile(file, 'utf8'))

@@ -177,14 +177,14 @@ function checkHeader(header: JsonObject): string | undefined {
     typ !== undefined &&
     (typeof typ !== 'string' || !ACCEPTED_HEADER_TYPES.has(typ.toLowerCase()))
   ) {
-    throw new errors.JWTClaimValidationFailed(
-      'unexpected "typ" JWT header value',
-      {},
-      'typ',
-      'check_failed',
-    )
+    throw claimFailed('unexpected "typ" JWT header value', {}, 'typ', 'check_failed')
   }
   return typeof header.kid === 'string' ? header.kid : undefined
+}
+
+/** As jose reports a failed claim, so that toAuthError maps ours and jose's alike. */
+function claimFailed(message: string, payload: JWTPayload, claim: string, reason: string): Error {
+  return new errors.JWTClaimValidationFailed(message, payload, claim, reason)
 }
 
 function malformedPayload(): Error {
@@ -217,20 +217,10 @@ function checkAccessTokenClaims(
   payload: JWTPayload,
 ): asserts payload is JWTPayload & { sub: string; exp: number } {
   if (payload.typ !== undefined && payload.typ !== ACCESS_TOKEN_TYPE) {
-    throw new errors.JWTClaimValidationFailed(
-      'unexpected "typ" claim value',
-      payload,
-      'typ',
-      'check_failed',
-    )
+    throw claimFailed('unexpected "typ" claim value', payload, 'typ', 'check_failed')
   }
   if (typeof payload.sub !== 'string' || payload.sub === '') {
-    throw new errors.JWTClaimValidationFailed(
-      '"sub" claim must be a non-empty string',
-      payload,
-      'sub',
-      'invalid',
-    )
+    throw claimFailed('"sub" claim must be a non-empty string', payload, 'sub', 'invalid')
   }
 }
 
