@@ -31,17 +31,13 @@ export async function planImport(sql: Sql, apps: readonly AppDefinition[]): Prom
 }
 
 /** A database with no app at all gets `seeds/`, so a first start shows something real. */
-export async function seedEmptyDatabase(
-  sql: Sql,
-  logger: Logger,
-  dir: string = SEEDS_DIR,
-): Promise<boolean> {
+export async function seedEmptyDatabase(sql: Sql, logger: Logger): Promise<boolean> {
   const [row] = await sql<
     { empty: boolean }[]
   >`select not exists (select 1 from shell.apps) as empty`
   if (!row?.empty) return false
-  const files = (await readdir(dir)).filter((name) => name.endsWith('.json')).sort()
-  const apps = await readDefinitionFiles(files.map((name) => join(dir, name)))
+  const files = (await readdir(SEEDS_DIR)).filter((name) => name.endsWith('.json')).sort()
+  const apps = await readDefinitionFiles(files.map((name) => join(SEEDS_DIR, name)))
   const results = await importDefinitions(sql, apps)
   logger.info({ apps: results.map((result) => result.key) }, 'empty database seeded from seeds/')
   return true
