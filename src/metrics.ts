@@ -19,7 +19,6 @@ export type TokenVerificationResult = (typeof TOKEN_VERIFICATION_RESULTS)[number
 
 /** The `result` label values of shell_database_attempts_total. */
 const DATABASE_ATTEMPT_RESULTS = ['success', 'error', 'in_recovery'] as const
-export type DatabaseAttemptResult = (typeof DATABASE_ATTEMPT_RESULTS)[number]
 
 /** Why an event stream ended, as shell_event_streams_ended_total counts it. */
 const STREAM_END_REASONS = ['client', 'expired', 'gone', 'overflow', 'shutdown'] as const
