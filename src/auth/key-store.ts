@@ -47,7 +47,8 @@ export function createKeyStore(options: {
   // Forgotten after a failure, so a provider that moved its jwks_uri is rediscovered.
   let discoveredJwksUrl: string | undefined
   let lastFailure: { atMs: number; error: KeyFetchError } | undefined
-  let lastUnknownKidFetchAtMs: number | undefined
+  // None yet: the first unknown kid may fetch at once.
+  let lastUnknownKidFetchAtMs = Number.NEGATIVE_INFINITY
 
   async function fetchKeySet(): Promise<KeySet> {
     try {
@@ -131,10 +132,7 @@ export function createKeyStore(options: {
     async refetchForUnknownKid(): Promise<KeySet | null> {
       if (inFlight !== undefined) return inFlight
       const startedAtMs = now()
-      if (
-        lastUnknownKidFetchAtMs !== undefined &&
-        startedAtMs - lastUnknownKidFetchAtMs < cooldownMs
-      ) {
+      if (startedAtMs - lastUnknownKidFetchAtMs < cooldownMs) {
         // The permitted re-fetch happened; if it failed, the provider is still the problem, not the token.
         if (lastFailure !== undefined && lastFailure.atMs >= lastUnknownKidFetchAtMs)
           throw lastFailure.error
