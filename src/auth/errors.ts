@@ -73,7 +73,6 @@ export function toAuthError(error: unknown): AuthError {
     case errors.JWTClaimValidationFailed.code:
       return classifyClaimFailure(underlying)
     case errors.JWSSignatureVerificationFailed.code:
-    case errors.JWKSMultipleMatchingKeys.code:
       return new AuthError('invalid_signature', 'signature verification failed', underlying)
     case errors.JOSEAlgNotAllowed.code:
       return new AuthError('invalid_signature', 'signing algorithm not allowed', underlying)

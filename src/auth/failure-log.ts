@@ -71,43 +71,41 @@ export function describeTokenForLog(token: string): {
   const header = decodeJsonSegment(segments.header)
   const payload = segments.count >= 2 ? decodeJsonSegment(segments.payload) : undefined
   return {
-    ...(header && { header: pickStrings(header, ['kid', 'alg', 'typ']) }),
+    ...(header && { header: pick(header, ['kid', 'alg', 'typ'], readShortString) }),
     ...(payload && {
       claims: {
-        ...pickStrings(payload, ['iss', 'azp', 'sub']),
+        ...pick(payload, ['iss', 'azp', 'sub'], readShortString),
         ...pickAudience(payload),
-        ...pickNumbers(payload, ['exp', 'iat']),
+        ...pick(payload, ['exp', 'iat'], readFiniteNumber),
       },
     }),
   }
 }
 
-function pickStrings(source: JsonObject, names: readonly string[]): Record<string, string> {
-  const picked: Record<string, string> = {}
+/** The named values that `read` keeps, as it returns them. */
+function pick<T>(
+  source: JsonObject,
+  names: readonly string[],
+  read: (value: unknown) => T | undefined,
+): Record<string, T> {
+  const picked: Record<string, T> = {}
   for (const name of names) {
-    const value = source[name]
-    if (typeof value === 'string') picked[name] = value.slice(0, MAX_VALUE_CHARS)
+    const value = read(source[name])
+    if (value !== undefined) picked[name] = value
   }
   return picked
 }
 
-function pickNumbers(source: JsonObject, names: readonly string[]): Record<string, number> {
-  const picked: Record<string, number> = {}
-  for (const name of names) {
-    const value = source[name]
-    if (typeof value === 'number' && Number.isFinite(value)) picked[name] = value
-  }
-  return picked
+function readShortString(value: unknown): string | undefined {
+  return typeof value === 'string' ? value.slice(0, MAX_VALUE_CHARS) : undefined
+}
+
+function readFiniteNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined
 }
 
 function pickAudience(source: JsonObject): { aud?: string | string[] } {
   const { aud } = source
-  if (typeof aud === 'string') return { aud: aud.slice(0, MAX_VALUE_CHARS) }
-  if (!Array.isArray(aud)) return {}
-  return {
-    aud: aud
-      .filter((entry): entry is string => typeof entry === 'string')
-      .slice(0, MAX_AUDIENCES)
-      .map((entry) => entry.slice(0, MAX_VALUE_CHARS)),
-  }
+  if (!Array.isArray(aud)) return pick(source, ['aud'], readShortString)
+  return { aud: aud.flatMap((entry) => readShortString(entry) ?? []).slice(0, MAX_AUDIENCES) }
 }

@@ -14,20 +14,6 @@ export interface KeySet {
   readonly fetchedAtMs: number
 }
 
-export interface KeyStore {
-  /** The current key set, fetched on first use; throws KeyFetchError only while no set was ever fetched. */
-  load(): Promise<KeySet>
-  /**
-   * A fresh set after an unknown kid, or null when the cooldown forbids a fetch; throws
-   * KeyFetchError if the provider is unreachable: 503 (keys unavailable), not 401 (unknown kid).
-   */
-  refetchForUnknownKid(): Promise<KeySet | null>
-  /** Starts a background refresh once the set is older than the max age; never throws, never waits. */
-  refreshIfStale(): void
-  current(): KeySet | undefined
-  close(): void
-}
-
 /**
  * While the provider is down and no set was ever fetched, each request would start a fetch: one
  * attempt a second notices its return; the requests in between fail fast with keys_unavailable.
@@ -43,7 +29,7 @@ export function createKeyStore(options: {
   now: () => number
   /** Called with the kids (`''` = keys without kid) that left the set or changed. */
   onKeysRemoved: (kids: ReadonlySet<string>) => void
-}): KeyStore {
+}) {
   const { oidc, logger, now, onKeysRemoved } = options
   const cooldownMs = oidc.jwksCooldownS * 1000
   const maxAgeMs = oidc.jwksMaxAgeS * 1000
@@ -61,7 +47,8 @@ export function createKeyStore(options: {
   // Forgotten after a failure, so a provider that moved its jwks_uri is rediscovered.
   let discoveredJwksUrl: string | undefined
   let lastFailure: { atMs: number; error: KeyFetchError } | undefined
-  let lastUnknownKidFetchAtMs: number | undefined
+  // None yet: the first unknown kid may fetch at once.
+  let lastUnknownKidFetchAtMs = Number.NEGATIVE_INFINITY
 
   async function fetchKeySet(): Promise<KeySet> {
     try {
@@ -110,6 +97,7 @@ export function createKeyStore(options: {
     return lastFailure !== undefined && now() - lastFailure.atMs < windowMs
   }
 
+  /** Starts a background refresh once the set is older than the max age; never throws, never waits. */
   function refreshIfStale(): void {
     if (keySet === undefined || inFlight !== undefined || closing.signal.aborted) return
     if (now() - keySet.fetchedAtMs < maxAgeMs || failedWithin(staleRetryMs)) return
@@ -120,7 +108,8 @@ export function createKeyStore(options: {
   return {
     refreshIfStale,
 
-    async load() {
+    /** The current key set, fetched on first use; throws KeyFetchError only while no set was ever fetched. */
+    async load(): Promise<KeySet> {
       if (keySet !== undefined) {
         refreshIfStale()
         return keySet
@@ -136,13 +125,14 @@ export function createKeyStore(options: {
       return startFetch()
     },
 
-    async refetchForUnknownKid() {
+    /**
+     * A fresh set after an unknown kid, or null when the cooldown forbids a fetch; throws
+     * KeyFetchError if the provider is unreachable: 503 (keys unavailable), not 401 (unknown kid).
+     */
+    async refetchForUnknownKid(): Promise<KeySet | null> {
       if (inFlight !== undefined) return inFlight
       const startedAtMs = now()
-      if (
-        lastUnknownKidFetchAtMs !== undefined &&
-        startedAtMs - lastUnknownKidFetchAtMs < cooldownMs
-      ) {
+      if (startedAtMs - lastUnknownKidFetchAtMs < cooldownMs) {
         // The permitted re-fetch happened; if it failed, the provider is still the problem, not the token.
         if (lastFailure !== undefined && lastFailure.atMs >= lastUnknownKidFetchAtMs)
           throw lastFailure.error

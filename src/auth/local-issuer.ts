@@ -23,14 +23,6 @@ export interface LocalTokenClaims {
   readonly email?: string
 }
 
-/** The service as its own issuer, for local use only: a key pair under `.data/`, discovery and JWKS. */
-export interface LocalIssuer {
-  readonly issuer: string
-  discoveryDocument(): Record<string, unknown>
-  jwks(): { keys: JWK[] }
-  signToken(claims: LocalTokenClaims): Promise<string>
-}
-
 /** `http://127.0.0.1:8080/local-issuer` for the address the service listens on. */
 export function localIssuerUrl(host: string, port: number): string {
   return `http://${hostInUrl(host)}:${port}/local-issuer`
@@ -44,22 +36,27 @@ export async function recordLocalIssuer(dataDir: string, issuer: string): Promis
 
 /** The issuer the local service last started with from this clone; null before its first start. */
 export async function readRecordedLocalIssuer(dataDir: string): Promise<string | null> {
-  let text: string
+  const record = await readJsonIfPresent(join(dataDir, ISSUER_RECORD))
+  const issuer = (record as { issuer?: unknown } | null)?.issuer
+  return typeof issuer === 'string' ? issuer : null
+}
+
+async function readJsonIfPresent(file: string): Promise<unknown> {
   try {
-    text = await readFile(join(dataDir, ISSUER_RECORD), 'utf8')
+    return JSON.parse(await readFile(file, 'utf8'))
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw error
   }
-  const { issuer } = JSON.parse(text) as { issuer?: unknown }
-  return typeof issuer === 'string' ? issuer : null
 }
 
-/** Loads the key pair from `dataDir`, creating it (mode 0600) on first use. */
-export async function loadLocalIssuer(options: {
-  dataDir: string
-  issuer: string
-}): Promise<LocalIssuer> {
+export type LocalIssuer = Awaited<ReturnType<typeof loadLocalIssuer>>
+
+/**
+ * The service as its own issuer, for local use only: discovery, JWKS and tokens signed with the key
+ * pair in `dataDir`, created there (mode 0600) on first use.
+ */
+export async function loadLocalIssuer(options: { dataDir: string; issuer: string }) {
   const privateJwk = await readOrCreateKey(options.dataDir)
   const privateKey = await importJWK(privateJwk, ALGORITHM)
   const { d: _private, ...publicJwk } = privateJwk
@@ -74,7 +71,7 @@ export async function loadLocalIssuer(options: {
       subject_types_supported: ['public'],
     }),
     jwks: () => ({ keys: [{ ...publicJwk, use: 'sig' }] }),
-    signToken: (claims) =>
+    signToken: (claims: LocalTokenClaims) =>
       new SignJWT({
         typ: 'Bearer',
         azp: 'shell-data-local',
@@ -95,11 +92,8 @@ export async function loadLocalIssuer(options: {
 
 async function readOrCreateKey(dataDir: string): Promise<JWK> {
   const file = join(dataDir, KEY_FILE)
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as JWK
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-  }
+  const existing = await readJsonIfPresent(file)
+  if (existing !== null) return existing as JWK
   await mkdir(dataDir, { recursive: true })
   const { privateKey } = await generateKeyPair(ALGORITHM, { extractable: true })
   const jwk: JWK = {
@@ -111,8 +105,7 @@ async function readOrCreateKey(dataDir: string): Promise<JWK> {
     await writeFile(file, `${JSON.stringify(jwk)}\n`, { mode: 0o600, flag: 'wx' })
   } catch (error) {
     // Another process (the CLI beside the service) created it first: use theirs.
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
-      return JSON.parse(await readFile(file, 'utf8')) as JWK
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readOrCreateKey(dataDir)
     throw error
   }
   await chmod(file, 0o600)

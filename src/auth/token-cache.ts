@@ -8,25 +8,12 @@ interface CacheEntry<Caller> {
   readonly kid: string | undefined
 }
 
-export interface TokenCache<Caller> {
-  /** The cached caller, or undefined; never one whose token has expired, never another token's. */
-  get(token: string): Caller | undefined
-  remember(token: string, caller: Caller, kid: string | undefined): void
-  /** Drops the tokens verified by keys that left the key set; returns how many. */
-  dropVerifiedBy(removedKids: ReadonlySet<string>): number
-}
-
 /**
  * Characters at the end of a token that key the cache: the end of its signature (RS256 has 342
  * characters, ES256 86), so 43 (256 bits) tell tokens apart. A whole-token key (a KiB or more)
  * would hash each request's fresh header string in full; this costs a short hash and one compare.
  */
 const KEY_CHARS = 43
-
-/** The cache key of a token; a token shorter than KEY_CHARS is its own key. */
-function cacheKeyOf(token: string): string {
-  return token.slice(-KEY_CHARS)
-}
 
 /**
  * A hit is the very same token (the entry holds it whole): two tokens that end alike (not
@@ -35,14 +22,15 @@ function cacheKeyOf(token: string): string {
 export function createTokenCache<Caller extends { readonly expiresAtMs: number }>(options: {
   max: number
   now: () => number
-}): TokenCache<Caller> {
+}) {
   const { now } = options
   // No TTL in the cache: `get` checks exp on its own clock, sparing a clock reading and an age
   // update per hit; an expired entry goes when next asked for or when the LRU makes room.
   const cache = new LRUCache<string, CacheEntry<Caller>>({ max: options.max })
   return {
-    get(token) {
-      const key = cacheKeyOf(token)
+    /** The cached caller, or undefined; never one whose token has expired, never another token's. */
+    get(token: string): Caller | undefined {
+      const key = token.slice(-KEY_CHARS)
       const entry = cache.get(key)
       if (entry === undefined || entry.token !== token) return undefined
       if (entry.caller.expiresAtMs <= now()) {
@@ -52,13 +40,14 @@ export function createTokenCache<Caller extends { readonly expiresAtMs: number }
       return entry.caller
     },
 
-    remember(token, caller, kid) {
+    remember(token: string, caller: Caller, kid: string | undefined): void {
       // Clock tolerance may accept a token just past its exp; such a token is not worth keeping.
       if (caller.expiresAtMs <= now()) return
-      cache.set(cacheKeyOf(token), { token, caller, kid })
+      cache.set(token.slice(-KEY_CHARS), { token, caller, kid })
     },
 
-    dropVerifiedBy(removedKids) {
+    /** Drops the tokens verified by keys that left the key set; returns how many. */
+    dropVerifiedBy(removedKids: ReadonlySet<string>): number {
       if (removedKids.size === 0) return 0
       // Key-set changes are rare, so a scan beats keeping a kid index in step with evictions.
       const doomed: string[] = []

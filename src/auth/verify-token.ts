@@ -42,12 +42,7 @@ const ALGORITHMS: readonly string[] = [
  */
 const MAX_TOKEN_CHARS = 8 * 1024
 /** Header `typ` may also be absent; media-type spellings are equivalent (RFC 7515 section 4.1.9). */
-const ACCEPTED_HEADER_TYPES: ReadonlySet<string> = new Set([
-  'jwt',
-  'at+jwt',
-  'application/jwt',
-  'application/at+jwt',
-])
+const ACCEPTED_HEADER_TYPES = new Set(['jwt', 'at+jwt', 'application/jwt', 'application/at+jwt'])
 /** Keycloak marks access tokens `Bearer`; ID tokens say `ID` and refresh tokens `Refresh`. */
 const ACCESS_TOKEN_TYPE = 'Bearer'
 
@@ -80,10 +75,7 @@ export function createTokenVerifier<Caller extends { readonly expiresAtMs: numbe
   })
   const failureLog = createFailureLog({ logger, enabled: options.failureLog, now })
   const verifyOptions = buildVerifyOptions(oidc)
-  const verifyOptionsNow = (): JWTVerifyOptions => ({
-    ...verifyOptions,
-    currentDate: new Date(now()),
-  })
+  const verifyOptionsNow = () => ({ ...verifyOptions, currentDate: new Date(now()) })
 
   async function verifyUncached(token: string): Promise<Caller> {
     const { payload: payloadSegment, header } = readHeader(token)
@@ -185,14 +177,14 @@ function checkHeader(header: JsonObject): string | undefined {
     typ !== undefined &&
     (typeof typ !== 'string' || !ACCEPTED_HEADER_TYPES.has(typ.toLowerCase()))
   ) {
-    throw new errors.JWTClaimValidationFailed(
-      'unexpected "typ" JWT header value',
-      {},
-      'typ',
-      'check_failed',
-    )
+    throw claimFailed('unexpected "typ" JWT header value', {}, 'typ', 'check_failed')
   }
   return typeof header.kid === 'string' ? header.kid : undefined
+}
+
+/** As jose reports a failed claim, so that toAuthError maps ours and jose's alike. */
+function claimFailed(message: string, payload: JWTPayload, claim: string, reason: string): Error {
+  return new errors.JWTClaimValidationFailed(message, payload, claim, reason)
 }
 
 function malformedPayload(): Error {
@@ -225,20 +217,10 @@ function checkAccessTokenClaims(
   payload: JWTPayload,
 ): asserts payload is JWTPayload & { sub: string; exp: number } {
   if (payload.typ !== undefined && payload.typ !== ACCESS_TOKEN_TYPE) {
-    throw new errors.JWTClaimValidationFailed(
-      'unexpected "typ" claim value',
-      payload,
-      'typ',
-      'check_failed',
-    )
+    throw claimFailed('unexpected "typ" claim value', payload, 'typ', 'check_failed')
   }
   if (typeof payload.sub !== 'string' || payload.sub === '') {
-    throw new errors.JWTClaimValidationFailed(
-      '"sub" claim must be a non-empty string',
-      payload,
-      'sub',
-      'invalid',
-    )
+    throw claimFailed('"sub" claim must be a non-empty string', payload, 'sub', 'invalid')
   }
 }
 

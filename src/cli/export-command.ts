@@ -10,7 +10,9 @@ export async function runExport(args: string[], context: CommandContext): Promis
   if (appKey !== undefined && !new RegExp(APP_KEY_PATTERN).test(appKey)) {
     return fail('export', `"${appKey}" is not an app key (${APP_KEY_PATTERN})`)
   }
-  const apps = await withDatabase(context, (sql) => readAppDefinitions(sql, appKey))
+  const apps = await withDatabase(context, (sql) =>
+    readAppDefinitions(sql, appKey === undefined ? undefined : [appKey]),
+  )
   if (appKey !== undefined && apps.length === 0) return fail('export', `no app "${appKey}"`)
   process.stdout.write(`${JSON.stringify(toDefinitionsFile(apps), null, 2)}\n`)
   return 0

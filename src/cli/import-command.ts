@@ -12,7 +12,6 @@ export async function runImport(args: string[], context: CommandContext): Promis
     const parsed = parseArgs({
       args,
       options: { 'dry-run': { type: 'boolean' } },
-      strict: true,
       allowPositionals: true,
     })
     dryRun = parsed.values['dry-run'] === true

@@ -31,8 +31,6 @@ export async function runToken(args: string[], context: CommandContext): Promise
         name: { type: 'string' },
         email: { type: 'string' },
       },
-      strict: true,
-      allowPositionals: false,
     }))
   } catch (error) {
     return fail('token', (error as Error).message)

@@ -22,64 +22,10 @@ export type ClaimPath = readonly string[]
 /** Keycloak's realm roles, where its default *roles* client scope puts them. */
 export const DEFAULT_ROLES_CLAIM = 'realm_access.roles'
 
-export interface OidcConfig {
-  /** Canonical public issuer; a token's `iss` must equal it exactly. */
-  readonly issuer: string
-  /** Accepted `aud` values (any one of them is enough). */
-  readonly audiences: readonly string[]
-  /** Base URL whose `/.well-known/openid-configuration` is fetched; often an in-cluster address. */
-  readonly discoveryUrl: string
-  /** Explicit JWKS address; when set, discovery is skipped. */
-  readonly jwksUrl: string | null
-  /** Dot paths to the caller's roles in the payload, split at start; the roles are their union. */
-  readonly rolesPaths: readonly ClaimPath[]
-  /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
-  readonly clockToleranceS: number
-  /** Least seconds between two JWKS fetches caused by an unknown `kid`, so forged kids cannot hammer the provider. */
-  readonly jwksCooldownS: number
-  /** Seconds after which keys are re-fetched even when every `kid` is known, to notice removed keys. */
-  readonly jwksMaxAgeS: number
-}
+/** The identity provider's settings; null in local mode, where the service is its own issuer. */
+export type OidcConfig = ReturnType<typeof readOidc>
 
-export interface Config {
-  /** TCP port to listen on. */
-  readonly port: number
-  /** Listen address; local mode only allows loopback addresses. */
-  readonly host: string
-  /**
-   * A second port on `host` for the probes and /metrics only, so that they are accepted on a
-   * listening socket of their own whatever the API port's backlog; null: unset, all on `port`.
-   */
-  readonly adminPort: number | null
-  /** PostgreSQL connection string; null means start an embedded PostgreSQL under `.data/`. */
-  readonly databaseUrl: string | null
-  /** Session-mode connection for LISTEN (LISTEN does not work through a transaction pooler). */
-  readonly feedDatabaseUrl: string | null
-  /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
-  readonly migrate: 'auto' | 'off'
-  /** Seconds served after SIGTERM (/readyz 503) while load balancers stop sending; 0: drain now. */
-  readonly shutdownDelayS: number
-  /** Null in local mode, where the service is its own issuer. */
-  readonly oidc: OidcConfig | null
-  /** Log one warn line per failed token verification (rate-limited). */
-  readonly authFailureLog: boolean
-  /** Verified tokens kept in memory, so repeat callers skip signature checks. */
-  readonly tokenCacheMax: number
-  readonly logLevel: (typeof LOG_LEVELS)[number]
-  /** One log line per request; off by default because it halves throughput. */
-  readonly logRequests: boolean
-  /** Origins (as browsers write `Origin`) whose pages may call the API; empty: no CORS at all. */
-  readonly corsOrigins: readonly string[]
-  /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
-  readonly eventStreamsMax: number
-  /**
-   * Where the instance keeps its last snapshot, to start from while the database is down; null:
-   * unset (local mode then keeps it under its data folder, the service decides).
-   */
-  readonly snapshotFile: string | null
-  /** Seconds since its data were read past which the file's snapshot is not served. */
-  readonly snapshotFileMaxAgeS: number
-}
+export type Config = ReturnType<typeof loadConfig>
 
 /**
  * Reads and checks every setting once; throws ConfigError naming the first bad variable.
@@ -88,7 +34,7 @@ export interface Config {
 export function loadConfig(
   env: Env = process.env,
   installation: { readonly databaseUrlRequired: boolean } = { databaseUrlRequired: false },
-): Config {
+) {
   const databaseUrl = readPostgresUrl(env, 'DATABASE_URL')
   // First: in the Docker image, which has no PostgreSQL binaries, this is the mistake to name.
   if (databaseUrl === null && installation.databaseUrlRequired) {
@@ -112,24 +58,48 @@ export function loadConfig(
   }
   const port = readInt(env, 'PORT', 8080, 0, 65535)
   return Object.freeze({
+    /** TCP port to listen on. */
     port,
+    /** Listen address; local mode only allows loopback addresses. */
     host,
+    /**
+     * A second port on `host` for the probes and /metrics only, so that they are accepted on a
+     * listening socket of their own whatever the API port's backlog; null: unset, all on `port`.
+     */
     adminPort: readAdminPort(env, port),
+    /** PostgreSQL connection string; null means start an embedded PostgreSQL under `.data/`. */
     databaseUrl,
+    /** Session-mode connection for LISTEN (LISTEN does not work through a transaction pooler). */
     feedDatabaseUrl,
+    /** `auto` applies migrations at start under an advisory lock; `off` leaves the schema alone. */
     migrate: readChoice(env, 'MIGRATE', ['auto', 'off'] as const, 'auto'),
-    // Ten minutes is past any load balancer's health checks; a larger value is
-    // more likely milliseconds written as seconds than a wish.
+    /**
+     * Seconds served after SIGTERM (/readyz 503) while load balancers stop sending; 0: drain now.
+     * Ten minutes is past any load balancer's health checks; a larger value is more likely
+     * milliseconds written as seconds than a wish.
+     */
     shutdownDelayS: readInt(env, 'SHUTDOWN_DELAY_S', 5, 0, 600),
     oidc,
+    /** Log one warn line per failed token verification (rate-limited). */
     authFailureLog: readBoolean(env, 'AUTH_FAILURE_LOG', true),
+    /** Verified tokens kept in memory, so repeat callers skip signature checks. */
     tokenCacheMax: readInt(env, 'TOKEN_CACHE_MAX', 10_000, 1, 10_000_000),
     logLevel: readChoice(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    /** One log line per request; off by default because it halves throughput. */
     logRequests: readBoolean(env, 'LOG_REQUESTS', false),
+    /** Origins (as browsers write `Origin`) whose pages may call the API; empty: no CORS at all. */
     corsOrigins: readOrigins(env, 'CORS_ORIGINS'),
+    /** Open event streams per instance; past it a new one gets 503 (each holds a socket and a file descriptor). */
     eventStreamsMax: readInt(env, 'EVENT_STREAMS_MAX', 10_000, 0, 1_000_000),
+    /**
+     * Where the instance keeps its last snapshot, to start from while the database is down; null:
+     * unset (local mode then keeps it under its data folder, the service decides).
+     */
     snapshotFile: readString(env, 'SNAPSHOT_FILE'),
-    // A week: a weekend's outage is covered; data older than that is rather a forgotten volume.
+    /**
+     * Seconds since its data were read past which the file's snapshot is not served. A week: a
+     * weekend's outage is covered; data older than that is rather a forgotten volume.
+     */
     snapshotFileMaxAgeS: readInt(env, 'SNAPSHOT_FILE_MAX_AGE_S', 604_800, 0, 31_536_000),
   })
 }
@@ -144,7 +114,7 @@ function readAdminPort(env: Env, port: number): number | null {
   return adminPort
 }
 
-function readOidc(env: Env, issuer: string): OidcConfig {
+function readOidc(env: Env, issuer: string) {
   const audiences = readList(env, 'OIDC_AUDIENCE')
   if (audiences === null) {
     throw new ConfigError('OIDC_AUDIENCE', 'is required when OIDC_ISSUER is set')
@@ -153,13 +123,21 @@ function readOidc(env: Env, issuer: string): OidcConfig {
     throw new ConfigError('OIDC_AUDIENCE', 'lists no audience')
   }
   return Object.freeze({
+    /** Canonical public issuer; a token's `iss` must equal it exactly. */
     issuer,
+    /** Accepted `aud` values (any one of them is enough). */
     audiences: Object.freeze(audiences),
+    /** Base URL whose `/.well-known/openid-configuration` is fetched; often an in-cluster address. */
     discoveryUrl: readUrl(env, 'OIDC_DISCOVERY_URL') ?? issuer,
+    /** Explicit JWKS address; when set, discovery is skipped. */
     jwksUrl: readUrl(env, 'OIDC_JWKS_URL'),
+    /** Dot paths to the caller's roles in the payload, split at start; the roles are their union. */
     rolesPaths: readClaimPaths(env, 'OIDC_ROLES_CLAIM', DEFAULT_ROLES_CLAIM),
+    /** Seconds of leeway for `exp`, `nbf` and `iat`, for clocks that drift between hosts. */
     clockToleranceS: readInt(env, 'OIDC_CLOCK_TOLERANCE_S', OIDC_DEFAULTS.clockToleranceS, 0, 3600),
+    /** Least seconds between two JWKS fetches caused by an unknown `kid`, so forged kids cannot hammer the provider. */
     jwksCooldownS: readInt(env, 'OIDC_JWKS_COOLDOWN_S', OIDC_DEFAULTS.jwksCooldownS, 0, 86_400),
+    /** Seconds after which keys are re-fetched even when every `kid` is known, to notice removed keys. */
     jwksMaxAgeS: readInt(env, 'OIDC_JWKS_MAX_AGE_S', OIDC_DEFAULTS.jwksMaxAgeS, 1, 604_800),
   })
 }

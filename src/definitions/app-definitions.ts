@@ -23,39 +23,31 @@ type ItemWithRoles = MenuItemRow & {
   readonly labels: Record<string, string> | null
 }
 
-/** Reads app definitions (all apps, or one) in the import format, sorted by key. */
-export async function readAppDefinitions(sql: Sql, appKey?: string): Promise<AppDefinition[]> {
-  return sql.begin('isolation level repeatable read read only', (tx) =>
-    readAppDefinitionsIn(tx, appKey ?? null),
-  )
-}
-
-/** Stored apps by key, in one lock-free read-only snapshot: a dry run and an import never wait. */
-export async function readAppDefinitionsByKey(
+/**
+ * Reads app definitions (all apps, or those in `appKeys`) in the import format, sorted by key, in
+ * one lock-free read-only snapshot: a dry run and an export never wait.
+ */
+export async function readAppDefinitions(
   sql: Sql,
-  keys: readonly string[],
-): Promise<Map<string, AppDefinition>> {
-  return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const stored = new Map<string, AppDefinition>()
-    for (const key of keys) {
-      const [app] = await readAppDefinitionsIn(tx, key)
-      if (app !== undefined) stored.set(key, app)
-    }
-    return stored
-  })
+  appKeys?: readonly string[],
+): Promise<AppDefinition[]> {
+  return sql.begin('isolation level repeatable read read only', (tx) =>
+    readAppDefinitionsIn(tx, appKeys ?? null),
+  )
 }
 
 async function readAppDefinitionsIn(
   sql: postgres.TransactionSql,
-  appKey: string | null,
+  appKeys: readonly string[] | null,
 ): Promise<AppDefinition[]> {
+  const keys = appKeys === null ? null : sql.array([...appKeys])
   const apps = await sql<AppRow[]>`
     select ${selectColumns(sql, APP_COLUMNS)} from shell.apps
-    where ${appKey}::text is null or app_key = ${appKey}
+    where ${keys}::text[] is null or app_key = any(${keys}::text[])
     order by app_key collate "C"`
   const branding = await sql<BrandingRow[]>`
     select ${selectColumns(sql, BRANDING_COLUMNS)} from shell.branding
-    where ${appKey}::text is null or app_key = ${appKey}`
+    where ${keys}::text[] is null or app_key = any(${keys}::text[])`
   const items = await sql<ItemWithRoles[]>`
     select ${selectColumns(sql, MENU_ITEM_COLUMNS, 'm')},
            coalesce(array_agg(g.role order by g.role collate "C") filter (where g.role is not null), '{}') as roles,
@@ -63,7 +55,7 @@ async function readAppDefinitionsIn(
             where l.menu_item_id = m.id) as labels
     from shell.menu_items m
     left join shell.menu_role_grants g on g.menu_item_id = m.id
-    where ${appKey}::text is null or m.app_key = ${appKey}
+    where ${keys}::text[] is null or m.app_key = any(${keys}::text[])
     group by m.id
     order by m.position, m.id`
   const brandingByApp = new Map(branding.map(({ appKey: key, ...rest }) => [key, rest]))
@@ -111,7 +103,7 @@ export async function applyAppDefinition(sql: Sql, app: AppDefinition): Promise<
   return sql.begin(async (tx) => {
     // Serializes concurrent imports of the same app; the row may not exist yet.
     await tx`select pg_advisory_xact_lock(hashtext('shell.apps'), hashtext(${app.key}))`
-    const [current] = await readAppDefinitionsIn(tx, app.key)
+    const [current] = await readAppDefinitionsIn(tx, [app.key])
     const plan = planAppChange(current ?? null, app)
     if (plan.action === 'unchanged') return 'unchanged'
     const appValues = columnValues(APP_COLUMNS, {

@@ -3,11 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Logger } from 'pino'
 import type { Sql } from '../db/connect.js'
-import {
-  type ApplyOutcome,
-  applyAppDefinition,
-  readAppDefinitionsByKey,
-} from './app-definitions.js'
+import { type ApplyOutcome, applyAppDefinition, readAppDefinitions } from './app-definitions.js'
 import { type AppPlan, planAppChange } from './plan-app-change.js'
 import { readDefinitionFiles } from './read-definition-files.js'
 import type { AppDefinition } from './types.js'
@@ -29,22 +25,19 @@ export async function importDefinitions(
 /** What importDefinitions would do to each app, by the same plan, writing and locking nothing. */
 export async function planImport(sql: Sql, apps: readonly AppDefinition[]): Promise<AppPlan[]> {
   const keys = apps.map((app) => app.key)
-  const stored = await readAppDefinitionsByKey(sql, keys)
-  return apps.map((app) => planAppChange(stored.get(app.key) ?? null, app))
+  const stored = await readAppDefinitions(sql, keys)
+  const storedByKey = new Map(stored.map((app) => [app.key, app]))
+  return apps.map((app) => planAppChange(storedByKey.get(app.key) ?? null, app))
 }
 
 /** A database with no app at all gets `seeds/`, so a first start shows something real. */
-export async function seedEmptyDatabase(
-  sql: Sql,
-  logger: Logger,
-  dir: string = SEEDS_DIR,
-): Promise<boolean> {
+export async function seedEmptyDatabase(sql: Sql, logger: Logger): Promise<boolean> {
   const [row] = await sql<
     { empty: boolean }[]
   >`select not exists (select 1 from shell.apps) as empty`
   if (!row?.empty) return false
-  const files = (await readdir(dir)).filter((name) => name.endsWith('.json')).sort()
-  const apps = await readDefinitionFiles(files.map((name) => join(dir, name)))
+  const files = (await readdir(SEEDS_DIR)).filter((name) => name.endsWith('.json')).sort()
+  const apps = await readDefinitionFiles(files.map((name) => join(SEEDS_DIR, name)))
   const results = await importDefinitions(sql, apps)
   logger.info({ apps: results.map((result) => result.key) }, 'empty database seeded from seeds/')
   return true

@@ -13,14 +13,9 @@ export function parseInstant(text: string): number | null {
   if (hour > 23 || minute > 59 || second > 59) return null
   if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return null
   const local = Date.UTC(year, month - 1, day, hour, minute, second)
-  // Date.UTC rolls 2026-02-30 over into March: a date that does not come back as given is no date.
-  const date = new Date(local)
-  if (
-    date.getUTCFullYear() !== year ||
-    date.getUTCMonth() !== month - 1 ||
-    date.getUTCDate() !== day
-  )
-    return null
+  // Date.UTC rolls 2026-02-30 over into March (and years below 100 into the 1900s): a date that
+  // does not come back as given is no date.
+  if (new Date(local).toISOString().slice(0, 10) !== text.slice(0, 10)) return null
   // Milliseconds are what a Date holds; further digits are dropped.
   const milliseconds = Math.floor(Number(`0${fraction || '.0'}`) * 1000)
   const offset =

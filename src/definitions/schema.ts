@@ -13,53 +13,42 @@ const nullableText = { type: ['string', 'null'] } as const
 // `pattern` applies to strings only, so null passes and a bad string gets one clear error.
 const nullableColor = { type: ['string', 'null'], pattern: COLOR_PATTERN } as const
 
+/** Only the fields listed: a misspelt field is refused, not silently left at its default. */
+function closedObject(properties: Record<string, object>, required: readonly string[] = []) {
+  return { type: 'object', required, additionalProperties: false, properties }
+}
+
 export const definitionsSchema = {
   $id: 'https://shell-data.internal/app-definitions.json',
-  type: 'object',
-  required: ['apps'],
-  additionalProperties: false,
-  properties: {
-    $schema: { type: 'string' },
-    apps: { type: 'array', items: { $ref: '#/$defs/app' } },
-  },
+  ...closedObject(
+    { $schema: { type: 'string' }, apps: { type: 'array', items: { $ref: '#/$defs/app' } } },
+    ['apps'],
+  ),
   $defs: {
-    app: {
-      type: 'object',
-      required: ['key', 'name'],
-      additionalProperties: false,
-      properties: {
+    app: closedObject(
+      {
         key: { type: 'string', pattern: APP_KEY_PATTERN },
         name: { type: 'string', minLength: 1 },
         description: nullableText,
         homeUrl: nullableText,
         defaultLocale: { type: 'string', pattern: LANGUAGE_TAG_PATTERN },
         branding: { $ref: '#/$defs/branding' },
-        menus: {
-          type: 'object',
-          additionalProperties: false,
-          properties: mapZones(() => ({ $ref: '#/$defs/items' })),
-        },
+        menus: closedObject(mapZones(() => ({ $ref: '#/$defs/items' }))),
       },
-    },
-    branding: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        productName: nullableText,
-        logoUrl: nullableText,
-        faviconUrl: nullableText,
-        primaryColor: nullableColor,
-        accentColor: nullableColor,
-        footerText: nullableText,
-        theme: { type: 'object' },
-      },
-    },
+      ['key', 'name'],
+    ),
+    branding: closedObject({
+      productName: nullableText,
+      logoUrl: nullableText,
+      faviconUrl: nullableText,
+      primaryColor: nullableColor,
+      accentColor: nullableColor,
+      footerText: nullableText,
+      theme: { type: 'object' },
+    }),
     items: { type: 'array', items: { $ref: '#/$defs/item' } },
-    item: {
-      type: 'object',
-      required: ['id', 'label'],
-      additionalProperties: false,
-      properties: {
+    item: closedObject(
+      {
         id: { type: 'string', pattern: ITEM_KEY_PATTERN },
         kind: { enum: MENU_KINDS },
         label: { type: 'string', minLength: 1 },
@@ -82,6 +71,7 @@ export const definitionsSchema = {
         visibleUntil: nullableText,
         children: { $ref: '#/$defs/items' },
       },
-    },
+      ['id', 'label'],
+    ),
   },
-} as const
+}

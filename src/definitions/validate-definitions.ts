@@ -43,19 +43,15 @@ export function parseDefinitions(text: string, file: string): ParseResult {
   }
   const apps = readLooseApps(document)
   const appKeys = apps.map((app) => (typeof app?.key === 'string' ? app.key : undefined))
-  const problems: DefinitionProblem[] = validateSchema(document)
+  const schemaProblems = validateSchema(document)
     ? []
     : (validateSchema.errors ?? [])
         // Each bad label tag also fails its `propertyNames` wrapper: report it once, as a pattern.
         .filter((error) => error.keyword !== 'propertyNames')
         .map((error) => ({ file, ...describeSchemaError(error) }))
-        // A rollout of 2.5 fails its type twice (integer, null): one line is enough.
-        .filter(
-          (problem, index, all) =>
-            all.findIndex(
-              (other) => other.path === problem.path && other.message === problem.message,
-            ) === index,
-        )
+  // A rollout of 2.5 fails its type twice (integer, null): one line is enough.
+  const byLine = new Map(schemaProblems.map((problem) => [formatProblem(problem), problem]))
+  const problems: DefinitionProblem[] = [...byLine.values()]
   problems.push(
     ...findDuplicateItemIds(file, apps),
     ...findLabelConflicts(file, apps),

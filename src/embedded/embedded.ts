@@ -15,19 +15,12 @@ import {
   type ClusterOptions,
   initialiseCluster,
   PortTakenError,
-  type PostgresServer,
   SUPERUSER,
   startPostgresServer,
 } from './postgres-server.js'
 
 export { EmbeddedPostgresError } from './embedded-postgres-error.js'
 export { isEmbeddedPostgresInstalled } from './postgres-runtime.js'
-
-export interface EmbeddedDatabase {
-  readonly url: string
-  /** Stops the server when this process started it; nothing when it reused a running one. */
-  stop(): Promise<void>
-}
 
 /**
  * Root's clusters, each clone's in a folder of its own that the postgres OS user owns, outside the
@@ -48,7 +41,7 @@ const PORT_ATTEMPTS = 3
 export async function startEmbeddedDatabase(options: {
   dataDir: string
   logger: Logger
-}): Promise<EmbeddedDatabase> {
+}): Promise<{ url: string; stop(): Promise<void> }> {
   const { dataDir, logger } = options
   await mkdir(dataDir, { recursive: true, mode: 0o755 }).catch((error) => {
     throw new EmbeddedPostgresError(
@@ -88,7 +81,7 @@ export async function startEmbeddedDatabase(options: {
   }
 }
 
-async function startOnFreePort(cluster: ClusterOptions): Promise<PostgresServer> {
+async function startOnFreePort(cluster: ClusterOptions) {
   for (let attempt = 1; ; attempt += 1) {
     const port = await findFreePort()
     try {

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
@@ -58,11 +58,7 @@ export async function initialiseCluster(
   }
 }
 
-export interface PostgresServer {
-  readonly port: number
-  /** Fast shutdown: open connections are closed, the data stays. */
-  stop(): Promise<void>
-}
+export type PostgresServer = Awaited<ReturnType<typeof startPostgresServer>>
 
 /** Thrown when the port was taken between choosing it and PostgreSQL binding it. */
 export class PortTakenError extends EmbeddedPostgresError {
@@ -78,7 +74,7 @@ export async function startPostgresServer(
     readonly port: number
     readonly settings?: Readonly<Record<string, string>>
   },
-): Promise<PostgresServer> {
+) {
   const { dataDir, port, logger } = options
   const settings = {
     listen_addresses: '127.0.0.1',
@@ -120,6 +116,7 @@ export async function startPostgresServer(
   })
   return {
     port,
+    /** Fast shutdown: open connections are closed, the data stays. */
     async stop() {
       stopping = true
       if (server.hasEnded()) return
@@ -154,17 +151,8 @@ interface Ending {
   readonly error?: string
 }
 
-interface RunningBinary {
-  readonly child: ChildProcess
-  /** Resolves true once the server says it accepts connections (never for initdb). */
-  readonly ready: Promise<boolean>
-  readonly ended: Promise<Ending>
-  hasEnded(): boolean
-  lastLines(): string[]
-}
-
 /** Runs a binary of the runtime as its user; its output goes to the log at trace level. */
-function runAs(options: ClusterOptions, binary: string, args: string[]): RunningBinary {
+function runAs(options: ClusterOptions, binary: string, args: string[]) {
   const { runtime, logger } = options
   const file = join(runtime.binDir, binary)
   const child = spawn(file, args, {
@@ -177,6 +165,7 @@ function runAs(options: ClusterOptions, binary: string, args: string[]): Running
   const lines: string[] = []
   let ended = false
   let markReady: (ready: boolean) => void = () => {}
+  // True once the server says it accepts connections (never for initdb).
   const ready = new Promise<boolean>((resolve) => {
     markReady = resolve
   })

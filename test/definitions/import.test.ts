@@ -231,7 +231,7 @@ t.test('an import replaces the app whole: removed items, grants and branding go'
   }
   const result = await runCli(db.url, 'import', await writeDefinitions(smaller))
   t.equal(result.stdout, 'crm: updated\n')
-  const [app] = await readAppDefinitions(db.sql, 'crm')
+  const [app] = await readAppDefinitions(db.sql, ['crm'])
   t.equal(app?.branding, null)
   t.same(
     app?.menus.sidebar.map((item) => [item.id, item.roles, item.children.map((child) => child.id)]),
