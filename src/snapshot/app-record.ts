@@ -34,8 +34,6 @@ export interface ItemWindow {
   readonly visibleUntil: number | null
 }
 
-const NO_WINDOWS: readonly ItemWindow[] = Object.freeze([])
-
 /**
  * One app's record from its rows. Given the record already held of it, and the content the
  * same (a revision moved by an import of the same definitions, a migration), that record is kept,
@@ -48,7 +46,7 @@ export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
   const windows: ItemWindow[] = []
   const labelLocales: string[] = []
   forEachItemInOrder(rows, (row, parent) => {
-    const granted = rows.grantsByItemId.get(row.id) ?? NO_STRINGS
+    const granted = rows.grantsByItemId.get(row.id) ?? NONE
     const labels = flattenLabels(rows.labelsByItemId.get(row.id))
     items.push(encodeItem(row, parent, granted, labels))
     for (const role of granted) roles.add(role)
@@ -79,7 +77,7 @@ export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
       locales.sort(compareCodeUnits),
     ),
     grantedRoles: Object.freeze([...roles].sort(compareCodeUnits)),
-    windows: windows.length === 0 ? NO_WINDOWS : Object.freeze(windows),
+    windows: windows.length === 0 ? NONE : Object.freeze(windows),
   })
 }
 
@@ -150,11 +148,11 @@ function forEachItemInOrder(
   for (const zone of ZONES) place(roots.get(zone), -1)
 }
 
-const NO_STRINGS: readonly string[] = Object.freeze([])
+const NONE: readonly never[] = Object.freeze([])
 
 /** An item's labels flat (locale, label, …), sorted by locale, so that row order never shows. */
 function flattenLabels(labels: readonly LabelRow[] | undefined): readonly string[] {
-  if (labels === undefined) return NO_STRINGS
+  if (labels === undefined) return NONE
   const sorted =
     labels.length > 1 ? [...labels].sort((a, b) => compareCodeUnits(a.locale, b.locale)) : labels
   const flat: string[] = []
@@ -163,7 +161,7 @@ function flattenLabels(labels: readonly LabelRow[] | undefined): readonly string
 }
 
 /** Display order: position, then id as a number (ids are bigint decimal strings). */
-export function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
+function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
   return a.position - b.position || compareDecimalIds(a.id, b.id)
 }
 

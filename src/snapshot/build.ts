@@ -1,10 +1,10 @@
 import { compareCodeUnits } from '../domain/vocabulary.js'
 import type { AppRecord } from './app-record.js'
 import { type AppViews, createAppViews, nextWindowChange, viewKey } from './app-views.js'
+import { contentTag } from './content-tag.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'
 import { createVariantCache, type VariantCache } from './variant-cache.js'
-import { computeSnapshotVersion } from './version.js'
 
 export interface AssembleOptions {
   /** When the data were read from the database; defaults to the previous snapshot's, else now. */
@@ -125,11 +125,12 @@ export function assembleSnapshot(
     )
       ? previousSnapshot.appsInventory
       : renderAppsInventory(appKeys.map((appKey) => records.get(appKey)?.inventoryJson ?? ''))
-  // Over every app: computed when first asked for (/readyz), not on every reload.
+  // Over every app: computed when first asked for (/readyz), not on every reload. Each app's
+  // hash is its content's tag (app-content.ts): row ids, row order and load time never change it.
   let version: string | undefined
   const snapshot: BuiltSnapshot = Object.freeze({
     get version() {
-      version ??= computeSnapshotVersion(appKeys.map((appKey) => records.get(appKey)?.hash ?? ''))
+      version ??= contentTag(appKeys.map((appKey) => records.get(appKey)?.hash ?? '').join(','))
       return version
     },
     // A copy, so that the caller's Date object cannot move this snapshot's time.

@@ -42,7 +42,6 @@ export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: str
     const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(item)
     const node: MenuNode = Object.freeze({
       itemKey: item.itemKey,
-      position: item.position,
       hasHref: item.href !== null,
       grants: item.roles,
       rolloutPercent: item.rolloutPercent,

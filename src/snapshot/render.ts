@@ -82,19 +82,6 @@ export interface RenderLocale {
   readonly labelForms: readonly string[]
 }
 
-/** Everything of the shell response after the caller's block: the menus this audience may see. */
-export function renderShellTail(
-  roots: ReadonlyMap<Zone, readonly MenuNode[]>,
-  audience: Audience,
-  locale: RenderLocale,
-): Buffer {
-  const zones = ZONES.map(
-    (zone) =>
-      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], audience, locale.labelForms)}]`,
-  )
-  return Buffer.from(`,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`)
-}
-
 function renderVisibleNodes(
   nodes: readonly MenuNode[],
   audience: Audience,
@@ -147,14 +134,23 @@ export function renderAppsInventory(appJsons: readonly string[]): TaggedBody {
   return Object.freeze({ tag: contentTag(body), byteLength: body.length, bytes: () => body })
 }
 
-/** One response variant: the app's shared head, this audience's menus in one locale, and their tag. */
+/**
+ * One response variant: the app's shared head, then the tail, everything after the caller's
+ * block (the menus this audience may see, in one locale), and the tag of both.
+ */
 export function renderShellVariant(
   head: Buffer,
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
   audience: Audience,
   locale: RenderLocale,
 ): ShellVariant {
-  const tail = renderShellTail(roots, audience, locale)
+  const zones = ZONES.map(
+    (zone) =>
+      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], audience, locale.labelForms)}]`,
+  )
+  const tail = Buffer.from(
+    `,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`,
+  )
   // The head ends with `"user":` and the tail begins `,"menus"`: joined, the parts stay apart.
   return Object.freeze({ head, tail, tag: contentTag(Buffer.concat([head, tail])) })
 }

@@ -7,7 +7,6 @@ import type { Caller } from './caller.js'
 export interface MenuNode {
   /** The item_key, unique in its app: what its rollout bucket is computed from. */
   readonly itemKey: string
-  readonly position: number
   /** False for a pure grouping, which is dropped when none of its children is shown. */
   readonly hasHref: boolean
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
