@@ -47,8 +47,8 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
 }
 
 /**
- * An item's own fields in response order, up to its children's opening, and where its label's
- * JSON stands in them. One JSON.stringify, so one flat string: snapshots hold tens of thousands.
+ * An item's fields up to its children's opening, and where its label's JSON stands in them. One
+ * JSON.stringify, so one flat string: snapshots hold tens of thousands.
  */
 export function renderItemOpenJson(
   row: Pick<ContentItem, 'itemKey' | 'kind' | 'label' | 'icon' | 'href' | 'external'>,
@@ -74,7 +74,6 @@ export function renderItemOpenJson(
   return { json: fields.slice(0, -2), labelStart, labelEnd }
 }
 
-/** The language a variant is rendered in. */
 export interface RenderLocale {
   /** As the app stores it: the response's `locale`. */
   readonly locale: string

@@ -7,9 +7,7 @@ import type { ShellVariant } from './types.js'
  */
 export interface VariantCache {
   get(key: string): ShellVariant | undefined
-  /** `key` starts with `prefix`, which names the app's content the variant renders. */
   set(key: string, prefix: string, variant: ShellVariant): void
-  /** Forgets every variant filed under `prefix`. */
   dropPrefix(prefix: string): void
 }
 
@@ -33,7 +31,6 @@ export function createVariantCache(
     max: limits.maxEntries,
     maxSize: limits.maxBytes,
     sizeCalculation: (entry) => entry.variant.tail.length + VARIANT_OVERHEAD_BYTES,
-    // Evicted, replaced or deleted: the prefix's list follows.
     dispose: (entry, key) => {
       const keys = keysByPrefix.get(entry.prefix)
       keys?.delete(key)
