@@ -36,10 +36,7 @@ function buildProblem(kind: ProblemKind, detail: string): ProblemBody {
   return { type: `urn:shell-data:problem:${slug}`, title, status, detail }
 }
 
-/**
- * An error of HTTP itself (a body too large, headers too large): type `about:blank`, whose
- * title is by RFC 9457 the status's own phrase.
- */
+/** An error of HTTP itself: type `about:blank`, whose title is by RFC 9457 the status's phrase. */
 export function buildHttpProblem(status: number, detail: string): ProblemBody {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }
 }
@@ -65,7 +62,7 @@ export function sendProblemBody(
     .send(JSON.stringify(body))
 }
 
-/** JSON schema of a problem body, declared on every route for every error status. */
+/** Declared on every route for every error status. */
 export const problemSchema = {
   type: 'object',
   required: ['type', 'title', 'status', 'detail'],

@@ -14,9 +14,8 @@ type DurationHistogram = Histogram<'route' | 'method' | 'status_code'>
 const UNMATCHED = 'unmatched'
 
 /**
- * Times every response into shell_http_request_duration_seconds by fastify's clock, labelled
- * with its route's template. A `timedToHead` route (an event stream, ending hours later) is
- * timed when its head goes out. Hooks of the instance: they apply to every route it declares.
+ * Times every response into shell_http_request_duration_seconds, labelled with its route's
+ * template; a `timedToHead` route (an event stream, ending hours later) when its head goes out.
  */
 export function timeRequests(app: FastifyInstance, histogram: DurationHistogram): void {
   const observe = observerOf(histogram)
@@ -32,7 +31,7 @@ export function timeRequests(app: FastifyInstance, histogram: DurationHistogram)
   })
 }
 
-/** Observes into children of the histogram bound once per route, method and status. */
+/** Children bound once per route, method and status. */
 function observerOf(
   histogram: DurationHistogram,
 ): (url: string | undefined, method: string, reply: FastifyReply) => void {
