@@ -18,25 +18,9 @@ const UNMATCHED = 'unmatched'
  * template; a `timedToHead` route (an event stream, ending hours later) when its head goes out.
  */
 export function timeRequests(app: FastifyInstance, histogram: DurationHistogram): void {
-  const observe = observerOf(histogram)
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const { url, config } = request.routeOptions
-    if (config.timedToHead === true) observe(url, request.method, reply)
-    done(null, payload)
-  })
-  app.addHook('onResponse', (request, reply, done) => {
-    const { url, config } = request.routeOptions
-    if (config.timedToHead !== true) observe(url, request.method, reply)
-    done()
-  })
-}
-
-/** Children bound once per route, method and status. */
-function observerOf(
-  histogram: DurationHistogram,
-): (url: string | undefined, method: string, reply: FastifyReply) => void {
+  // Children bound once per route, method and status.
   const children = new Map<string, ReturnType<DurationHistogram['labels']>>()
-  return (url, method, reply) => {
+  const observe = (url: string | undefined, method: string, reply: FastifyReply) => {
     const route = url ?? UNMATCHED
     const { statusCode } = reply
     const key = `${route} ${method} ${statusCode}`
@@ -47,4 +31,14 @@ function observerOf(
     }
     child.observe(reply.elapsedTime / 1000)
   }
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const { url, config } = request.routeOptions
+    if (config.timedToHead === true) observe(url, request.method, reply)
+    done(null, payload)
+  })
+  app.addHook('onResponse', (request, reply, done) => {
+    const { url, config } = request.routeOptions
+    if (config.timedToHead !== true) observe(url, request.method, reply)
+    done()
+  })
 }
