@@ -103,14 +103,11 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       snapshot.loadedAt.getTime(),
       (inService && snapshots.confirmedAt()?.getTime()) || 0,
     )
-    const content = isWritten(snapshot) ? written : undefined
+    // The same read's content (a window opening makes a snapshot of no new data).
+    const sameRead = snapshot.loadedAt.getTime() === written?.snapshot.loadedAt.getTime()
+    const content = sameRead ? written : undefined
     if (content !== undefined && confirmedAtMs <= content.confirmedAtMs) return undefined
     return writeFile(snapshot, content, confirmedAtMs)
-  }
-
-  /** The same read (a window opening makes a snapshot of no new data). */
-  function isWritten(snapshot: Snapshot): boolean {
-    return snapshot.loadedAt.getTime() === written?.snapshot.loadedAt.getTime()
   }
 
   async function writeFile(
