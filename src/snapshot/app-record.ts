@@ -23,12 +23,7 @@ export interface AppRecord {
   readonly windows: readonly ItemWindow[]
 }
 
-export interface ItemWindow {
-  readonly itemKey: string
-  /** Milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
-}
+type ItemWindow = Pick<MenuItemRow, 'itemKey' | 'visibleFrom' | 'visibleUntil'>
 
 /**
  * One app's record from its rows. The record `held` of the same content is kept, at the new

@@ -1,18 +1,13 @@
+import type { MenuItemRow } from '../db/snapshot-rows.js'
 import type { Caller } from './caller.js'
 
 /** One shown-or-hidden item, only what rendering needs: the loader's rows would double the heap. */
-export interface MenuNode {
-  /** Unique in its app: its rollout bucket is computed from it. */
-  readonly itemKey: string
+export interface MenuNode
+  extends Pick<MenuItemRow, 'itemKey' | 'rolloutPercent' | 'visibleFrom' | 'visibleUntil'> {
   /** False for a pure grouping, which is dropped when none of its children is shown. */
   readonly hasHref: boolean
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
   readonly grants: readonly string[]
-  /** The share of callers it is rolled out to (0 to 100); null: every caller. */
-  readonly rolloutPercent: number | null
-  /** Its window in milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
   readonly children: readonly MenuNode[]
   /** `{"id":…,"external":…,"children":[`: the item but its children, in the default locale. */
   readonly openJson: string
