@@ -1,5 +1,5 @@
 import type { Hash } from 'node:crypto'
-import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-record.js'
+import { type AppRecord, contentKeyOf } from '../snapshot/app-record.js'
 
 /**
  * The snapshot file: a header line of JSON; one line per app, its record's fields as JSON, a tab,
@@ -203,13 +203,11 @@ export function decodeRecordLine(body: Buffer, start: number): { record: AppReco
     inventoryJson,
     grantedRoles: Object.freeze(grantedRoles),
     windows: Object.freeze(
-      windows.map(
-        ([itemKey, visibleFrom, visibleUntil]): ItemWindow => ({
-          itemKey,
-          visibleFrom,
-          visibleUntil,
-        }),
-      ),
+      windows.map(([itemKey, visibleFrom, visibleUntil]) => ({
+        itemKey,
+        visibleFrom,
+        visibleUntil,
+      })),
     ),
   })
   return { record, next: end + 1 }
