@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import { compareCodeUnits } from '../domain/vocabulary.js'
-import { type ContentItem, decodeAppContent } from './app-content.js'
+import { decodeAppContent } from './app-content.js'
 import { type AppRecord, localesByLowercase } from './app-record.js'
 import { isInRollout, isInWindow } from './audience.js'
 import type { Caller } from './caller.js'
@@ -78,12 +78,6 @@ export function nextWindowChange(record: AppRecord, at: number): number | null {
   return next
 }
 
-function* labelLocalesOf(items: readonly ContentItem[]): Iterable<string> {
-  for (const { labels } of items) {
-    for (let index = 0; index < labels.length; index += 2) yield labels[index] as string
-  }
-}
-
 /**
  * The app's request-time face at `at` (which items are in their windows): the caller-free parts
  * are made now; a variant is rendered on its audience's and locale's first request, then cached
@@ -95,7 +89,8 @@ function makeView(record: AppRecord, viewKey: string, at: number, variants: Vari
   const menus = buildMenuTrees(items, defaultLocale)
   const { grantedRoles, rollouts } = menus
   const head = renderShellHead(renderAppJson(app), renderBrandingJson(app, branding))
-  const byLowercase = localesByLowercase(defaultLocale, labelLocalesOf(items))
+  const labelLocales = items.flatMap(({ labels }) => labels.filter((_, index) => index % 2 === 0))
+  const byLowercase = localesByLowercase(defaultLocale, labelLocales)
   const outOfWindow = new Set(menus.windowed.filter((node) => !isInWindow(node, at)))
   const defaultLowercase = defaultLocale.toLowerCase()
   const renderLocales = new Map<string, RenderLocale>()

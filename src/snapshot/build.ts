@@ -129,14 +129,10 @@ export function assembleSnapshot(
     nextChangeAt,
     app(appKey: string) {
       const record = records.get(appKey)
-      if (record === undefined) return undefined
-      return views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
+      return record && views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
     },
     grantedRoles: (appKey: string) => records.get(appKey)?.grantedRoles,
-    viewKey(appKey: string) {
-      const record = records.get(appKey)
-      return record && (timedViewKeys.get(appKey) ?? record.contentKey)
-    },
+    viewKey: (appKey: string) => keyOf(timedViewKeys, records.get(appKey)),
   })
   internals.set(snapshot, { records, variants, views, timedViewKeys, dataset, history })
   return snapshot

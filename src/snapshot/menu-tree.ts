@@ -36,7 +36,7 @@ export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: str
 
   const buildNode = (item: ContentItem, index: number): MenuNode => {
     for (const role of item.roles) grantedRoles.add(role)
-    const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(item)
+    const { openJson, labelStart, labelEnd } = renderItemOpenJson(item)
     const node: MenuNode = Object.freeze({
       itemKey: item.itemKey,
       hasHref: item.href !== null,

@@ -5,9 +5,7 @@ import { contentTag } from './content-tag.js'
 import type { Audience, MenuNode, ShellVariant, TaggedBody } from './types.js'
 
 /** The `app` block of the shell response. */
-export function renderAppJson(
-  app: Pick<AppRow, 'appKey' | 'name' | 'description' | 'homeUrl'>,
-): string {
+export function renderAppJson(app: Omit<AppRow, 'revision'>): string {
   return JSON.stringify({
     key: app.appKey,
     name: app.name,
@@ -51,12 +49,8 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
  * JSON.stringify, so one flat string: snapshots hold tens of thousands.
  */
 export function renderItemOpenJson(
-  row: Pick<ContentItem, 'itemKey' | 'kind' | 'label' | 'icon' | 'href' | 'external'>,
-): {
-  json: string
-  labelStart: number
-  labelEnd: number
-} {
+  row: ContentItem,
+): Pick<MenuNode, 'openJson' | 'labelStart' | 'labelEnd'> {
   const fields = JSON.stringify({
     id: row.itemKey,
     kind: row.kind,
@@ -71,7 +65,7 @@ export function renderItemOpenJson(
     `{"id":${JSON.stringify(row.itemKey)},"kind":${JSON.stringify(row.kind)},"label":`.length
   const labelEnd = labelStart + JSON.stringify(row.label).length
   // `…"children":[]}` less its last two characters: a slice of one string, not a rope.
-  return { json: fields.slice(0, -2), labelStart, labelEnd }
+  return { openJson: fields.slice(0, -2), labelStart, labelEnd }
 }
 
 export interface RenderLocale {
