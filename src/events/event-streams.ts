@@ -42,13 +42,10 @@ const MIN_FLUSH_INTERVAL_MS = 250
 /** Unsent bytes a stream may hold: events are a few hundred, so more means a client not reading. */
 const MAX_UNSENT_BYTES = 64 * 1024
 
-interface EventStream {
+interface EventStream extends Pick<OpenStreamRequest, 'caller' | 'languages' | 'coding'> {
   /** The reply's body: what is pushed here goes to the client. */
   readonly output: Readable
   readonly appKey: string
-  readonly caller: Caller
-  readonly languages: readonly string[]
-  readonly coding: Coding
   /** The view key the tag was last taken from: the view would stay alive past the cache's bound. */
   viewKey: string
   tag: string
