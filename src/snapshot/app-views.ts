@@ -36,8 +36,8 @@ export interface AppViews {
  */
 export const MAX_VIEWS = 500
 
-export function createAppViews(variants: VariantCache, maxViews = MAX_VIEWS): AppViews {
-  const views = new LRUCache<string, AppView>({ max: maxViews })
+export function createAppViews(variants: VariantCache): AppViews {
+  const views = new LRUCache<string, AppView>({ max: MAX_VIEWS })
   return {
     viewOf(record, viewKey, at) {
       let view = views.get(viewKey)
