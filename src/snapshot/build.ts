@@ -69,8 +69,12 @@ export function assembleSnapshot(
 
   const timedViewKeys = new Map<string, string>()
   let nextChangeAt: number | null = null
-  for (const record of timedRecords(records, previous, read)) {
-    timedViewKeys.set(record.appKey, viewKey(record, now))
+  // Every app with windows: the previous snapshot's that are still there, and the read's.
+  const candidates = [...(previous?.timedViewKeys.keys() ?? []), ...read.map((r) => r.appKey)]
+  for (const appKey of new Set(candidates)) {
+    const record = records.get(appKey)
+    if (record === undefined || record.windows.length === 0) continue
+    timedViewKeys.set(appKey, viewKey(record, now))
     const next = nextWindowChange(record, now)
     if (next !== null && (nextChangeAt === null || next < nextChangeAt)) nextChangeAt = next
   }
@@ -136,21 +140,6 @@ export function assembleSnapshot(
   })
   internals.set(snapshot, { records, variants, views, timedViewKeys, dataset, history })
   return snapshot
-}
-
-/** Every record with windows: the previous snapshot's that are still there, and the read's. */
-function* timedRecords(
-  records: ReadonlyMap<string, AppRecord>,
-  previous: SnapshotInternals | undefined,
-  read: readonly AppRecord[],
-): Iterable<AppRecord> {
-  const seen = new Set<string>()
-  for (const appKey of [...(previous?.timedViewKeys.keys() ?? []), ...read.map((r) => r.appKey)]) {
-    const record = records.get(appKey)
-    if (record === undefined || record.windows.length === 0 || seen.has(appKey)) continue
-    seen.add(appKey)
-    yield record
-  }
 }
 
 /** The revision the snapshot's app was read at; undefined when the snapshot has no such app. */
