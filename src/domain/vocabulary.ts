@@ -101,15 +101,6 @@ export const INSTANT_COLUMNS: ReadonlySet<string> = new Set(['visible_from', 'vi
 
 export type ColumnMap = Readonly<Record<string, string>>
 
-/** Every table of schema `shell` the service reads, with its columns. */
-export const TABLES = {
-  apps: APP_COLUMNS,
-  branding: BRANDING_COLUMNS,
-  menu_items: MENU_ITEM_COLUMNS,
-  menu_role_grants: GRANT_COLUMNS,
-  menu_item_labels: LABEL_COLUMNS,
-} as const satisfies Record<string, ColumnMap>
-
 /** Keys, roles and tags in UTF-16 code-unit order, as `collate "C"`, the same on every instance. */
 export function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0

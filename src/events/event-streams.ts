@@ -12,33 +12,27 @@ export interface OpenStreamRequest {
   /** The app's view in the snapshot in service. */
   readonly view: AppView
   readonly caller: Caller
-  /** The caller's language ranges (Accept-Language), kept to choose again when the app's languages change. */
+  /** Kept to choose again when the app's languages change. */
   readonly languages: readonly string[]
-  /** The coding a GET with the stream request's Accept-Encoding is sent in: its tag is the events'. */
+  /** The coding a GET with the same Accept-Encoding gets: its tag is the events'. */
   readonly coding: Coding
   readonly lastEventId: string | undefined
 }
 
 export interface EventStreams {
-  /** Why a stream cannot open now (shutting down, or the limit reached), else undefined. */
+  /** Why a stream cannot open now, else undefined. */
   refusal(): 'closing' | 'full' | undefined
-  /** Starts a stream: its body, for the reply to send, its first event in it already. */
+  /** The stream's body, for the reply to send, its first event in it already. */
   open(request: OpenStreamRequest): Readable
-  /** Ends every stream and refuses new ones: shutdown. */
+  /** Ends every stream and refuses new ones. */
   close(): void
 }
 
 /** Seconds a client is told to wait when the instance has no room for another stream. */
 export const STREAMS_FULL_RETRY_AFTER_S = 10
-/**
- * Seconds a client is told to wait when the instance has ended its streams for a shutdown and a
- * new one arrives on a connection still open: by then the load balancer sends it elsewhere.
- */
+/** Seconds to wait after a shutdown began: by then the load balancer sends the client elsewhere. */
 export const CLOSING_RETRY_AFTER_S = 1
-/**
- * Below proxies' idle timeouts (60 s is common) and the API's promise of a comment at least
- * every 15 s, on which clients take a stream silent for 45 s for dead.
- */
+/** Below proxies' idle timeouts (60 s is common); the API promises a comment every 15 s. */
 const KEEP_ALIVE_MS = 15_000
 /**
  * Changes are sent at once, then at most once per this interval while they keep coming: a burst
@@ -48,29 +42,20 @@ const MIN_FLUSH_INTERVAL_MS = 250
 /** Unsent bytes a stream may hold: events are a few hundred, so more means a client not reading. */
 const MAX_UNSENT_BYTES = 64 * 1024
 
-/** A caller's open stream on one app. */
-interface EventStream {
-  /** The body of the stream's reply: what is pushed here goes to the client. */
+interface EventStream extends Pick<OpenStreamRequest, 'caller' | 'languages' | 'coding'> {
+  /** The reply's body: what is pushed here goes to the client. */
   readonly output: Readable
   readonly appKey: string
-  readonly caller: Caller
-  readonly languages: readonly string[]
-  readonly coding: Coding
-  /**
-   * The key of the app's view the stream's tag was last taken from, and that tag. The key, not
-   * the view: a stream holding a view would keep it alive past the view cache's bound.
-   */
+  /** The view key the tag was last taken from: the view would stay alive past the cache's bound. */
   viewKey: string
   tag: string
-  /** Ends the stream at its token's `exp`. */
   expiry: NodeJS.Timeout | undefined
   ended: boolean
 }
 
 /**
- * The open event streams of one instance, by app. After a reload only streams whose app's view
- * changed take their tag again (a memoized look-up), and only those whose tag moved are written
- * to. One timer keeps every stream alive; each stream has one that ends it at its token's `exp`.
+ * The instance's open event streams, by app. After a reload only streams whose app's view changed
+ * take their tag again, and only those whose tag moved are written to.
  */
 export function createEventStreams(deps: {
   readonly snapshots: Pick<SnapshotSource, 'current' | 'onSwap'>
@@ -89,12 +74,10 @@ export function createEventStreams(deps: {
 
   function scheduleFlush(): void {
     if (closing || flushTimer !== undefined || openCount === 0) return
-    // At once (after the reload that called us has finished), or when the interval allows.
     const waitMs = Math.max(0, lastFlushAtMs + MIN_FLUSH_INTERVAL_MS - Date.now())
     flushTimer = setTimeout(flush, waitMs)
   }
 
-  /** Brings every stream to the snapshot in service: `shell` where its tag moved, `gone` where its app went. */
   function flush(): void {
     flushTimer = undefined
     lastFlushAtMs = Date.now()
@@ -143,7 +126,6 @@ export function createEventStreams(deps: {
     metrics.eventsSent.inc({ event: 'shell' })
   }
 
-  /** Ends the stream once, whatever ended it first. */
   function endStream(stream: EventStream, reason: StreamEndReason): void {
     if (stream.ended) return
     stream.ended = true
@@ -173,7 +155,6 @@ export function createEventStreams(deps: {
     open(request) {
       const { view, caller, languages, coding } = request
       const appKey = view.key
-      // Events are pushed as they come; the reply reads them as the socket takes them.
       const output = new Readable({ read() {} })
       const stream: EventStream = {
         output,
@@ -190,7 +171,7 @@ export function createEventStreams(deps: {
       streamsByApp.set(appKey, streams.add(stream))
       openCount += 1
       metrics.eventStreams.set(openCount)
-      // The reply destroys its body when the client leaves; ended by us, it closes too.
+      // The reply destroys its body when the client leaves.
       output.once('close', () => endStream(stream, 'client'))
       const tag = tagOf(view, stream)
       // A reconnect that already holds the current tag gets no first event; the comment
@@ -219,10 +200,7 @@ export function createEventStreams(deps: {
   }
 }
 
-/**
- * The ETag (unquoted) a GET of the shell with the stream request's headers would give its caller
- * now: the same response, by the same module, in the same coding. Streams are never compressed.
- */
+/** The ETag (unquoted) a GET of the shell with the stream request's headers would give now. */
 function tagOf(view: AppView, { caller, languages, coding }: EventStream): string {
   return representationTag(buildShellResponse(view, caller, view.localeFor(languages)), coding)
 }

@@ -1,6 +1,6 @@
 /**
- * The text of an event stream (the HTML standard's "server-sent events"): each event ends with a
- * blank line; a line starting with ":" is a comment that clients ignore and proxies see as traffic.
+ * Server-sent events (the HTML standard): each event ends with a blank line; a line starting with
+ * ":" is a comment that clients ignore and proxies see as traffic.
  */
 
 /** `shell`: the caller's ETag changed; `id` lets a reconnecting client say which tag it holds. */

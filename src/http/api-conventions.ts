@@ -5,15 +5,12 @@ import type { Negotiation } from './negotiation.js'
 import type { RepresentationCache } from './representation-cache.js'
 
 /** What every API route shares: its path prefix, its caching and Vary headers, its media type. */
-
-/** Where the API's routes are (routes/api.ts). */
 export const API_PREFIX = '/api/v1'
 
 /** Responses depend on the caller: shared caches must not keep them, browsers must revalidate. */
 export const PRIVATE_NO_CACHE = 'private, no-cache'
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
-/** What a response varies with: the inventory with the caller, the shell with the caller's language too. */
 export const VARY_BY_CALLER = 'Authorization, Accept-Encoding'
 export const VARY_BY_CALLER_AND_LANGUAGE = 'Authorization, Accept-Language, Accept-Encoding'
 
@@ -33,11 +30,10 @@ export function varyHook(vary: string, varyByOrigin: boolean): onRequestHookHand
 /** What the API routes answer from, each made once per service instance. */
 export interface ApiRouteDeps {
   readonly snapshots: SnapshotSource
-  /** The `onRequest` hook that verifies the token and sets `request.caller` (http/authentication.ts). */
+  /** authentication.ts */
   readonly authenticate: onRequestAsyncHookHandler
-  /** The `onRequest` hook that answers what the instance cannot take now with a 503 (http/shed-excess.ts). */
+  /** shed-excess.ts */
   readonly shedExcess: onRequestHookHandler
-  /** The preHandlers that set `request.snapshot` and `request.appView` (http/app-lookup.ts). */
   readonly lookup: AppLookup
   readonly negotiation: Negotiation
   readonly representations: RepresentationCache

@@ -15,19 +15,17 @@ declare module 'fastify' {
 export interface AppLookup {
   /** Sets `request.snapshot`; before the first snapshot is loaded, a 503 with Retry-After. */
   readonly snapshot: preHandlerHookHandler
-  /** Sets `request.snapshot` and `request.appView` of `:appKey`; a 503 as above, a 404 for no such app. */
+  /** Sets `request.snapshot` and `request.appView` of `:appKey`; a 503 as above, or a 404. */
   readonly appView: preHandlerHookHandler
 }
 
 /** Seconds a client should wait while the first snapshot loads. */
 const NOT_READY_RETRY_AFTER_S = '2'
 
-/** Decorates requests with `snapshot` and `appView` and returns the preHandlers that set them. */
 export function registerAppLookup(app: FastifyInstance, snapshots: SnapshotSource): AppLookup {
   app.decorateRequest('snapshot', null as unknown as Snapshot)
   app.decorateRequest('appView', null as unknown as AppView)
 
-  /** Sets `request.snapshot`, or answers 503: false. */
   function takeSnapshot(request: FastifyRequest, reply: FastifyReply): boolean {
     const snapshot = snapshots.current()
     if (snapshot === undefined) {

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, onRequestAsyncHookHandler } from 'fastify'
 import { AuthError, type TokenVerifier } from '../auth/verify-token.js'
 import type { Caller } from '../snapshot/caller.js'
-import { readBearerToken, toHeaderText } from './bearer.js'
 import { sendProblem } from './problem.js'
 
 declare module 'fastify' {
@@ -17,7 +16,7 @@ const KEYS_RETRY_AFTER_S = '5'
 
 /**
  * Decorates requests with their `caller` and returns the `onRequest` hook that sets it; every
- * failure becomes the API's 401 or 503 (docs/api.md, "Requests and answers") before the handler runs.
+ * failure is the API's 401 or 503 (docs/api.md, "Requests and answers") before the handler runs.
  */
 export function registerAuthentication(
   app: FastifyInstance,
@@ -39,6 +38,19 @@ export function registerAuthentication(
   }
 }
 
+/**
+ * The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, RFC 9110
+ * section 11.1), `''` for a Bearer header without one, null for no Bearer header at all.
+ */
+function readBearerToken(authorization: string | undefined): string | null {
+  if (authorization === undefined || authorization.length < 6) return null
+  const scheme = authorization.slice(0, 6)
+  if (scheme !== 'Bearer' && scheme.toLowerCase() !== 'bearer') return null
+  const rest = authorization.slice(6)
+  if (rest !== '' && rest[0] !== ' ') return null
+  return rest.trim()
+}
+
 function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {
   if (error instanceof AuthError && error.kind === 'keys_unavailable') {
     return sendProblem(
@@ -50,7 +62,9 @@ function sendAuthFailure(reply: FastifyReply, error: unknown): FastifyReply {
   }
   const description =
     error instanceof AuthError ? error.description : 'the token could not be verified'
+  // Header-safe `error_description`: printable ASCII without quotes or backslashes.
+  const headerText = description.replace(/[^\x20-\x7e]|["\\]/g, "'").slice(0, 200)
   return sendProblem(reply, 'invalidToken', description, {
-    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="${toHeaderText(description)}"`,
+    'www-authenticate': `${CHALLENGE}, error="invalid_token", error_description="${headerText}"`,
   })
 }

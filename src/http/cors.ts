@@ -21,26 +21,17 @@ export interface Cors {
  */
 const EXPOSED_HEADERS = 'ETag, Content-Language, WWW-Authenticate, Retry-After'
 
-/** The only methods the API answers. */
-const ALLOWED_METHODS = 'GET, HEAD'
-
-/** The request headers the API reads: the token, revalidation, language, a stream's resume. */
-const ALLOWED_HEADERS = 'Authorization, If-None-Match, Accept-Language, Last-Event-ID'
-
-/**
- * Seconds a browser may reuse a preflight answer for one URL: one preflight per URL every ten
- * minutes, and a release's change of the allowed methods or headers reaches open pages by then.
- */
-const PREFLIGHT_MAX_AGE_S = '600'
-
-/** What the paths of the API, and only them, start with. */
 const API_PATHS = `${API_PREFIX}/`
 
-/** Never `Access-Control-Allow-Credentials`: the API reads a Bearer token, no cookie. */
+/**
+ * The API's methods and the request headers it reads (the token, revalidation, language, a
+ * stream's resume). A preflight answer is reused for ten minutes: a release's change of these
+ * reaches open pages by then. Never `Access-Control-Allow-Credentials`: the API reads no cookie.
+ */
 const PREFLIGHT_HEADERS = {
-  'access-control-allow-methods': ALLOWED_METHODS,
-  'access-control-allow-headers': ALLOWED_HEADERS,
-  'access-control-max-age': PREFLIGHT_MAX_AGE_S,
+  'access-control-allow-methods': 'GET, HEAD',
+  'access-control-allow-headers': 'Authorization, If-None-Match, Accept-Language, Last-Event-ID',
+  'access-control-max-age': '600',
 }
 
 /**
@@ -49,12 +40,6 @@ const PREFLIGHT_HEADERS = {
  */
 export function createCors(origins: readonly string[]): Cors {
   const listed: ReadonlySet<string> = new Set(origins)
-
-  function listedOrigin(request: FastifyRequest): string | undefined {
-    const origin = request.headers.origin
-    if (origin === undefined || !listed.has(origin)) return undefined
-    return request.url.startsWith(API_PATHS) ? origin : undefined
-  }
 
   function markListed(reply: FastifyReply, origin: string): void {
     reply
@@ -88,8 +73,9 @@ export function createCors(origins: readonly string[]): Cors {
     },
 
     addHeaders(request, reply) {
-      const origin = listedOrigin(request)
-      if (origin !== undefined) markListed(reply, origin)
+      const origin = request.headers.origin
+      if (origin !== undefined && listed.has(origin) && request.url.startsWith(API_PATHS))
+        markListed(reply, origin)
     },
   }
 }

@@ -2,17 +2,15 @@ import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 
 /**
- * How long `app.close()` waits for its connections before it closes the rest: enough for a key
- * fetch (which gives up after 5 s) or a slow reader, and half of the 10 s a shutdown may take
- * after its delay (docs/operations.md, "Deploys and shutdown"), the database the other half.
+ * How long `app.close()` waits for its connections: a key fetch gives up after 5 s, and it is half
+ * the 10 s a shutdown may take (docs/operations.md, "Deploys and shutdown"), the database the rest.
  */
 export const DRAIN_DEADLINE_MS = 5_000
 
 /**
- * Once `app.close()` begins, every answer says `Connection: close` and whatever is still open
- * at the deadline is closed: in Node 20 a connection whose request was in its handler when
- * `server.close()` closed the idle ones stays open until the keep-alive timeout (72 s in
- * fastify), far past a shutdown's bound.
+ * Once `app.close()` begins, every answer says `Connection: close`, and what is still open at the
+ * deadline is closed: in Node 20 a connection busy when `server.close()` ran stays open until the
+ * keep-alive timeout (72 s in fastify), far past a shutdown's bound.
  */
 export function drainConnectionsOnClose(
   app: FastifyInstance,
@@ -39,7 +37,6 @@ export function drainConnectionsOnClose(
     done(null, payload)
   })
 
-  // Runs once the server has closed, every connection with it.
   app.addHook('onClose', (_instance, done) => {
     clearTimeout(deadline)
     done()

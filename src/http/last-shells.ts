@@ -23,12 +23,9 @@ export interface LastShells {
 }
 
 /**
- * Most requests are a cached token asking again for the app, language and coding it asked for
- * last: answered here without the audience, the variant lookup or the representation cache,
- * about a fifth less CPU per warm response (bench/README.md, "The last shell per caller").
- * Held weakly by caller, so an entry leaves with its token cache entry, and dropped whole on a
- * new snapshot. It names the view by its key: holding the view would keep views the bounded view
- * cache let go (app-views.ts) alive for as long as their callers' tokens are cached.
+ * Most requests are a cached token asking again what it asked last: answered here, about a fifth
+ * less CPU per warm response (bench/README.md, "The last shell per caller"). Held weakly by
+ * caller, so an entry leaves with its token; dropped whole on a new snapshot.
  */
 export function createLastShells(snapshots: Pick<SnapshotSource, 'onSwap'>): LastShells {
   let lastShells = new WeakMap<Caller, LastShell>()

@@ -33,7 +33,7 @@ function findLocalSameOriginViolation(request: FastifyRequest): string | undefin
   return undefined
 }
 
-/** An onRequest hook: answers 403 before the body is read when the request may not go on. */
+/** An onRequest hook: a 403 before the body is read. */
 export async function refuseUnlessLocalSameOrigin(
   request: FastifyRequest,
   reply: FastifyReply,

@@ -1,6 +1,5 @@
 import { type Coding, negotiateCoding } from './accept-encoding.js'
 import { parseAcceptLanguage } from './accept-language.js'
-import { memoizeHeader } from './header-memo.js'
 
 /** What a request's `Accept-Encoding` and `Accept-Language` ask for. */
 export interface Negotiation {
@@ -19,5 +18,28 @@ export function createNegotiation(): Negotiation {
   return {
     coding: (header) => (header === undefined ? 'identity' : codingOf(header)),
     languages: (header) => (header === undefined ? NO_RANGES : languagesOf(header)),
+  }
+}
+
+/** Distinct values kept per header: browsers send a handful, so these are far more. */
+const MAX_VALUES = 64
+/** Values kept at most this long: real headers are far shorter. */
+const MAX_VALUE_CHARS = 256
+
+/** What each value of a header gave; a flood of distinct values pushes the oldest out. */
+function memoizeHeader<T>(compute: (value: string) => T): (value: string) => T {
+  const remembered = new Map<string, T>()
+  return (value) => {
+    const known = remembered.get(value)
+    if (known !== undefined) return known
+    const result = compute(value)
+    if (value.length <= MAX_VALUE_CHARS) {
+      if (remembered.size >= MAX_VALUES) {
+        const oldest = remembered.keys().next().value
+        if (oldest !== undefined) remembered.delete(oldest)
+      }
+      remembered.set(value, result)
+    }
+    return result
   }
 }

@@ -4,14 +4,11 @@ import type { ConnectionError, FastifyError, FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { buildHttpProblem, PROBLEM_CONTENT_TYPE, sendProblem, sendProblemBody } from './problem.js'
 
-/**
- * The error and not-found handlers of a fastify instance: every error a problem body, a 5xx
- * logged. The API's instance and the admin port's (ADMIN_PORT) answer alike.
- */
+/** Every error a problem body, a 5xx logged: on the API's instance and the admin port's alike. */
 export function registerProblemHandlers(app: FastifyInstance, logger: Logger): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const status = error.statusCode ?? 500
-    // Fastify's own 4xx (a body too large, a media type no route takes, …) keep their status.
+    // Fastify's own 4xx (a body too large, …) keep their status.
     if (status >= 400 && status < 500) {
       return sendProblemBody(reply, buildHttpProblem(status, describeClientError(error)))
     }
@@ -36,12 +33,8 @@ export function describeClientError(error: Error): string {
   return error.message.replace(/\s+/g, ' ').slice(0, 200) || 'the request is not valid'
 }
 
-/**
- * What the HTTP parser refused, answered as RFC 9457 problem details, then the connection
- * closed: after a parse error the rest of its bytes cannot be trusted.
- */
+/** What the HTTP parser refused, as a problem, then closed: the rest of its bytes are untrusted. */
 export function writeClientErrorProblem(error: ConnectionError, socket: Socket): void {
-  // A reset connection has no one left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const [status, detail] =
     error.code === 'HPE_HEADER_OVERFLOW'

@@ -29,43 +29,28 @@ export const PROBLEMS = {
 
 export type ProblemKind = keyof typeof PROBLEMS
 
-/** `invalidToken` → type `urn:shell-data:problem:invalid-token`: stable, no web page to keep. */
-function buildProblem(kind: ProblemKind, detail: string): ProblemBody {
-  const { title, status } = PROBLEMS[kind]
-  const slug = kind.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
-  return { type: `urn:shell-data:problem:${slug}`, title, status, detail }
-}
-
-/**
- * An error of HTTP itself (a body too large, headers too large): type `about:blank`, whose
- * title is by RFC 9457 the status's own phrase.
- */
+/** An error of HTTP itself: type `about:blank`, whose title is by RFC 9457 the status's phrase. */
 export function buildHttpProblem(status: number, detail: string): ProblemBody {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail }
 }
 
+/** `invalidToken` → type `urn:shell-data:problem:invalid-token`: stable, no web page to keep. */
 export function sendProblem(
   reply: FastifyReply,
   kind: ProblemKind,
   detail: string,
   headers: Record<string, string> = {},
 ): FastifyReply {
-  return sendProblemBody(reply, buildProblem(kind, detail), headers)
+  const { title, status } = PROBLEMS[kind]
+  const type = `urn:shell-data:problem:${kind.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+  return sendProblemBody(reply.headers(headers), { type, title, status, detail })
 }
 
-export function sendProblemBody(
-  reply: FastifyReply,
-  body: ProblemBody,
-  headers: Record<string, string> = {},
-): FastifyReply {
-  return reply
-    .code(body.status)
-    .headers(headers)
-    .type(PROBLEM_CONTENT_TYPE)
-    .send(JSON.stringify(body))
+export function sendProblemBody(reply: FastifyReply, body: ProblemBody): FastifyReply {
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body))
 }
 
-/** JSON schema of a problem body, declared on every route for every error status. */
+/** Declared on every route for every error status. */
 export const problemSchema = {
   type: 'object',
   required: ['type', 'title', 'status', 'detail'],

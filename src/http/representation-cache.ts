@@ -8,18 +8,14 @@ export interface RepresentationCache {
   representationOf(body: TaggedBody, coding: Coding): Representation
 }
 
-/**
- * Bytes of representations kept: a seed app's shell with its brotli coding weighs about 3 KB,
- * so some ten thousand callers' shells, as many as the token cache holds by default.
- */
+/** Ten thousand shells of about 3 KB (brotli): as many callers as the token cache holds. */
 const MAX_BYTES = 32 * 1024 * 1024
-/** Charged per representation besides its bytes: the key, the tag, the objects, the cache's bookkeeping. */
+/** Charged per representation besides its bytes: key, tag, objects, bookkeeping. */
 const OVERHEAD_BYTES = 256
 
 /**
- * The instance's one cache of response bytes by representation tag, least recently used out
- * first: keyed by bytes and coding, a shell is found again by a refreshed token of the same
- * user or after a reload that left its bytes as they were.
+ * Response bytes by representation tag (LRU): keyed by bytes and coding, a shell is found again
+ * by a refreshed token of the same user or after a reload that left its bytes as they were.
  */
 export function createRepresentationCache(maxBytes = MAX_BYTES): RepresentationCache {
   const representations = new LRUCache<string, Representation>({

@@ -2,7 +2,7 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import type { TaggedBody } from '../snapshot/types.js'
 import type { Coding } from './accept-encoding.js'
 
-/** One representation of a body: its bytes, how they are coded, and its strong ETag (quotes included). */
+/** A body's bytes, how they are coded, and its strong ETag (quotes included). */
 export interface Representation {
   readonly body: Buffer
   readonly coding: Coding
@@ -25,16 +25,14 @@ const BROTLI_QUALITY = { small: 2, large: 5 } as const
 const GZIP_LEVEL = 6
 
 /**
- * The tag (without quotes) of `body` sent in `coding`: its own when sent as it is, else with the
- * coding's suffix, strong, distinct and the same on every instance (RFC 9110 section 8.8.3).
- * Event streams send with it the tag a GET would get, without coding the bytes.
+ * The tag (no quotes) of `body` in `coding`: its own when sent as it is, else with the coding's
+ * suffix, strong and distinct (RFC 9110 section 8.8.3); event streams send it without coding.
  */
 export function representationTag(body: Omit<TaggedBody, 'bytes'>, coding: Coding): string {
   if (coding === 'identity' || body.byteLength < MIN_CODED_BYTES) return body.tag
   return `${body.tag}.${coding === 'br' ? 'br' : 'gz'}`
 }
 
-/** The body in `coding`, compressed now, with its tag. */
 export function encodeRepresentation(body: TaggedBody, coding: Coding): Representation {
   const tag = representationTag(body, coding)
   const bytes = body.bytes()

@@ -14,30 +14,13 @@ type DurationHistogram = Histogram<'route' | 'method' | 'status_code'>
 const UNMATCHED = 'unmatched'
 
 /**
- * Times every response into shell_http_request_duration_seconds by fastify's clock, labelled
- * with its route's template. A `timedToHead` route (an event stream, ending hours later) is
- * timed when its head goes out. Hooks of the instance: they apply to every route it declares.
+ * Times every response into shell_http_request_duration_seconds, labelled with its route's
+ * template; a `timedToHead` route (an event stream, ending hours later) when its head goes out.
  */
 export function timeRequests(app: FastifyInstance, histogram: DurationHistogram): void {
-  const observe = observerOf(histogram)
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const { url, config } = request.routeOptions
-    if (config.timedToHead === true) observe(url, request.method, reply)
-    done(null, payload)
-  })
-  app.addHook('onResponse', (request, reply, done) => {
-    const { url, config } = request.routeOptions
-    if (config.timedToHead !== true) observe(url, request.method, reply)
-    done()
-  })
-}
-
-/** Observes into children of the histogram bound once per route, method and status. */
-function observerOf(
-  histogram: DurationHistogram,
-): (url: string | undefined, method: string, reply: FastifyReply) => void {
+  // Children bound once per route, method and status.
   const children = new Map<string, ReturnType<DurationHistogram['labels']>>()
-  return (url, method, reply) => {
+  const observe = (url: string | undefined, method: string, reply: FastifyReply) => {
     const route = url ?? UNMATCHED
     const { statusCode } = reply
     const key = `${route} ${method} ${statusCode}`
@@ -48,4 +31,14 @@ function observerOf(
     }
     child.observe(reply.elapsedTime / 1000)
   }
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const { url, config } = request.routeOptions
+    if (config.timedToHead === true) observe(url, request.method, reply)
+    done(null, payload)
+  })
+  app.addHook('onResponse', (request, reply, done) => {
+    const { url, config } = request.routeOptions
+    if (config.timedToHead !== true) observe(url, request.method, reply)
+    done()
+  })
 }

@@ -19,10 +19,7 @@ export function sendRepresentation(
   return reply.type(contentType).send(representation.body)
 }
 
-/**
- * `If-None-Match`: `*`, or a list of entity tags compared weakly, so `W/"x"`
- * matches `"x"`. `etag` is our strong tag, quotes included.
- */
+/** `If-None-Match`: `*`, or entity tags compared weakly (`W/"x"` matches `"x"`). */
 function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false
   // The common case, a browser sending back the tag it was given, costs one comparison.

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import type { Metrics } from '../metrics.js'
 import { sendProblem } from './problem.js'
 import type { StandingQueue } from './standing-queue.js'
@@ -13,13 +13,10 @@ const RETRY_AFTER_SPREAD_S = 4
 const DETAIL = 'the instance is answering as many requests as it can; try again after Retry-After'
 
 /**
- * Returns the `onRequest` hook that answers a request at once with a 503 while `queue` says the
- * API's work stands in a queue (standing-queue.ts), and otherwise lets it through. It times the
- * turns of the event loop that do API work: from the first request or connection met in a turn
- * to the end of that turn (setImmediate runs after the turn's I/O). The shed answer closes its
- * connection: a client that sends again at once must connect again, and connections are
- * accepted one a turn, so its retries cannot crowd out the requests being served. Only the
- * routes that run the hook count in shell_http_shed_total (routes/api.ts starts each at 0).
+ * The `onRequest` hook that answers a 503 at once while `queue` says API work stands in a queue.
+ * A turn of API work runs from the first request or connection met in it to its end (setImmediate
+ * runs after the turn's I/O). The 503 closes its connection: connections are accepted one a turn,
+ * so retries cannot crowd out the requests being served.
  */
 export function registerShedding(
   app: FastifyInstance,
@@ -52,18 +49,14 @@ export function registerShedding(
       return
     }
     shed.inc({ route: request.routeOptions.url ?? '' })
-    sendShed(reply)
+    const retryAfterS = RETRY_AFTER_MIN_S + Math.floor(Math.random() * RETRY_AFTER_SPREAD_S)
+    sendProblem(reply, 'overloaded', DETAIL, {
+      'retry-after': String(retryAfterS),
+      connection: 'close',
+    })
   }
 
   // A turn that accepts a connection is API work too: a storm of connections is a queue.
   app.server.on('connection', () => noteTurn(performance.now()))
   return shedExcess
-}
-
-function sendShed(reply: FastifyReply): FastifyReply {
-  const retryAfterS = RETRY_AFTER_MIN_S + Math.floor(Math.random() * RETRY_AFTER_SPREAD_S)
-  return sendProblem(reply, 'overloaded', DETAIL, {
-    'retry-after': String(retryAfterS),
-    connection: 'close',
-  })
 }

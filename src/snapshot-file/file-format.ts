@@ -1,5 +1,5 @@
 import type { Hash } from 'node:crypto'
-import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-record.js'
+import { type AppRecord, contentKeyOf } from '../snapshot/app-record.js'
 
 /**
  * The snapshot file: a header line of JSON; one line per app, its record's fields as JSON, a tab,
@@ -17,8 +17,7 @@ import { type AppRecord, contentKeyOf, type ItemWindow } from '../snapshot/app-r
 export const FILE_FORMAT = 'shell-data snapshot'
 /**
  * Moves with any change of the layout here or of an app's content (app-content.ts):
- * test/snapshot-file/file-layout.test.ts pins the bytes each version writes, and fails when they
- * change under the same number.
+ * test/snapshot-file/file-layout.test.ts fails when the bytes change under the same number.
  */
 export const FILE_FORMAT_VERSION = 2
 
@@ -48,7 +47,6 @@ export interface FileConfirmation {
   readonly confirmedAt: string
 }
 
-/** Why a file is not served; said in the warn line. */
 export class SnapshotFileProblem extends Error {
   override name = 'SnapshotFileProblem'
 }
@@ -59,7 +57,7 @@ export class SnapshotFileProblem extends Error {
  */
 const FUTURE_SLACK_MS = 60_000
 
-/** What is wrong with a field's value, or undefined when nothing is; `nowMs` for times. */
+/** What is wrong with a field's value, or undefined. */
 type FieldCheck = (value: unknown, nowMs: number) => string | undefined
 
 const isText: FieldCheck = (value) => (typeof value === 'string' ? undefined : 'is not a string')
@@ -71,7 +69,7 @@ const isPastTime: FieldCheck = (value, nowMs) => {
   return ms > nowMs + FUTURE_SLACK_MS ? 'lies in the future' : undefined
 }
 
-/** Each field of the header and how it is checked: a new field is one line here. */
+/** A new field is one line here. */
 const HEADER_FIELDS: { readonly [Field in keyof FileHeader]-?: FieldCheck } = {
   format: (value) => (value === FILE_FORMAT ? undefined : 'is not this service'),
   version: (value) => (value === FILE_FORMAT_VERSION ? undefined : 'is not this version'),
@@ -104,11 +102,11 @@ type RecordTuple = [
   windows: readonly [itemKey: string, from: number | null, until: number | null][],
 ]
 
-export function encodeHeaderLine(header: FileHeader): Buffer {
-  return Buffer.from(`${JSON.stringify(header)}\n`)
+/** The header's line, or the confirmation's. */
+export function encodeJsonLine(line: FileHeader | FileConfirmation): Buffer {
+  return Buffer.from(`${JSON.stringify(line)}\n`)
 }
 
-/** One app's line. */
 export function encodeRecordLine(record: AppRecord): Buffer[] {
   const tuple: RecordTuple = [
     record.appKey,
@@ -121,23 +119,18 @@ export function encodeRecordLine(record: AppRecord): Buffer[] {
   return [Buffer.from(`${JSON.stringify(tuple)}\t`), record.content, Buffer.from('\n')]
 }
 
-export function encodeConfirmationLine(confirmation: FileConfirmation): Buffer {
-  return Buffer.from(`${JSON.stringify(confirmation)}\n`)
-}
-
-/** The last line, from a hash of every byte before it. */
 export function encodeChecksumLine(hash: Hash): Buffer {
   return Buffer.from(`${hash.digest('base64url')}\n`)
 }
 
-/** The checksum the file's last line holds; the file is at least that line long. */
+/** The checksum of a file at least that line long. */
 export function checksumOf(file: Buffer): string {
   return file.toString('latin1', file.length - CHECKSUM_LINE_BYTES, file.length - 1)
 }
 
 /**
- * The header's fields, unchecked but of this format and version, and where the content starts;
- * throws SnapshotFileProblem for what is not. Read before the checksum, to name another format.
+ * The header's fields, unchecked but of this format and version, and where the content starts.
+ * Read before the checksum, to name another format.
  */
 export function decodeHeaderLine(file: Buffer): {
   fields: Record<string, unknown>
@@ -157,13 +150,12 @@ export function decodeHeaderLine(file: Buffer): {
   return { fields, bodyStart: end + 1 }
 }
 
-/** The header, each field checked for its type and range (HEADER_FIELDS). */
 export function checkHeader(fields: Record<string, unknown>, nowMs: number): FileHeader {
   checkFields(fields, HEADER_FIELDS, 'header', nowMs)
   return fields as unknown as FileHeader
 }
 
-/** The confirmation line (`start` to the checksum line), checked, and never before loadedAt. */
+/** The confirmation line (`start` to the checksum line), checked. */
 export function decodeConfirmation(
   file: Buffer,
   start: number,
@@ -185,8 +177,8 @@ export function decodeConfirmation(
 }
 
 /**
- * The record on the line starting at `start` of `body`, and where the next line starts. The
- * content is copied out, so that the file's buffer is not kept alive by the apps read from it.
+ * The record on the line at `start`, and where the next starts. The content is copied out, so
+ * that the apps read from it do not keep the file's buffer alive.
  */
 export function decodeRecordLine(body: Buffer, start: number): { record: AppRecord; next: number } {
   const tab = body.indexOf(TAB, start)
@@ -211,13 +203,11 @@ export function decodeRecordLine(body: Buffer, start: number): { record: AppReco
     inventoryJson,
     grantedRoles: Object.freeze(grantedRoles),
     windows: Object.freeze(
-      windows.map(
-        ([itemKey, visibleFrom, visibleUntil]): ItemWindow => ({
-          itemKey,
-          visibleFrom,
-          visibleUntil,
-        }),
-      ),
+      windows.map(([itemKey, visibleFrom, visibleUntil]) => ({
+        itemKey,
+        visibleFrom,
+        visibleUntil,
+      })),
     ),
   })
   return { record, next: end + 1 }

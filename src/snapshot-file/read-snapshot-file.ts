@@ -22,14 +22,12 @@ const LINES_PER_PIECE = 500
 /** What a file holds: its snapshot, and when that was last found equal to the database's. */
 export interface StoredSnapshot {
   readonly snapshot: Snapshot
-  /** From the file's confirmation; never earlier than the snapshot's loadedAt. */
   readonly confirmedAt: Date
 }
 
 /**
  * The snapshot kept in `path`, or undefined: a missing file is an info line, one that cannot be
- * served (empty, truncated, altered, of another format or other migrations, a field of the wrong
- * type or out of range) one warn line naming the file and why. Never throws: no file stops a start.
+ * served one warn line naming the file and why. Never throws: no file stops a start.
  */
 export async function readSnapshotFile(
   path: string,
@@ -63,7 +61,6 @@ export async function readSnapshotFile(
     )
     return stored
   } catch (error) {
-    // Whatever a file holds, it is a reason not to serve it, never a failed start.
     const reason =
       error instanceof SnapshotFileProblem
         ? error.message
@@ -100,7 +97,6 @@ async function decodeSnapshotFile(
   if (hash.digest('base64url') !== checksumOf(file) || file[file.length - 1] !== 0x0a) {
     throw new SnapshotFileProblem('it was altered or cut short (its checksum does not match)')
   }
-  // Whole as written: what is checked now is what the writer wrote.
   const header = checkHeader(fields, nowMs)
   const bodyEnd = bodyStart + header.bytes
   const { confirmedAt } = decodeConfirmation(file, bodyEnd, header, nowMs)

@@ -8,8 +8,7 @@ import { datasetOf, historyOf, recordsOf } from '../snapshot/build.js'
 import type { Snapshot, SnapshotSource } from '../snapshot/types.js'
 import {
   encodeChecksumLine,
-  encodeConfirmationLine,
-  encodeHeaderLine,
+  encodeJsonLine,
   encodeRecordLine,
   FILE_FORMAT,
   FILE_FORMAT_VERSION,
@@ -18,15 +17,12 @@ import {
 export interface SnapshotFileWriterOptions {
   readonly path: string
   readonly snapshots: Pick<SnapshotSource, 'onSwap' | 'origin' | 'current' | 'confirmedAt'>
-  /** `name sha256` of each migration this service applies (file-format.ts). */
   readonly migrations: readonly string[]
-  /** package.json's version, named in the file. */
   readonly serviceVersion: string
   readonly logger: Logger
   readonly metrics: Metrics
   /** Least time between two writes; a burst of reloads is written once it settles. */
   readonly minIntervalMs?: number
-  /** How often a newer confirmation of unchanged data is recorded; CONFIRM_INTERVAL_MS. */
   readonly confirmIntervalMs?: number
 }
 
@@ -38,9 +34,8 @@ export interface SnapshotFileWriter {
 /** About once a second at most (README, SNAPSHOT_FILE): a few milliseconds of work each time. */
 const MIN_INTERVAL_MS = 1_000
 /**
- * The contract's "at least once a minute": the file's confirmation is then never more than a
- * minute (and a check, a second) behind the instance's. Each costs a rewrite of the file, its
- * content as held in memory, not encoded nor hashed again (docs/operations.md, "The snapshot file").
+ * The contract's "at least once a minute". Each costs a rewrite of the file from its content as
+ * held in memory, not encoded nor hashed again (docs/operations.md, "The snapshot file").
  */
 const CONFIRM_INTERVAL_MS = 60_000
 /** Records hashed between two yields, and buffers per write call (within IOV_MAX). */
@@ -55,11 +50,9 @@ interface WrittenContent {
 }
 
 /**
- * Writes each snapshot read from the database to the file, and, while it does not change, its
- * newer confirmations, replacing the file atomically each time: written beside it under a name of
- * its own (created afresh, never through a link), flushed, renamed over it, the folder flushed,
- * so that a process killed at any moment leaves the previous file or the new one, whole. What a
- * killed process left beside it is removed first. A window opening or closing changes no data.
+ * Writes each snapshot read from the database, and while it does not change its newer
+ * confirmations, atomically: beside the file under a new name (never through a link), flushed,
+ * renamed over it, the folder flushed, so a process killed at any moment leaves one file whole.
  */
 export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): SnapshotFileWriter {
   const { path, logger, metrics, snapshots } = options
@@ -102,7 +95,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
     })
   }
 
-  /** The write `snapshot` needs: its content, or a newer confirmation of it; none when neither. */
+  /** The write `snapshot` needs: its content, or a newer confirmation; none when neither. */
   function writeIfNew(snapshot: Snapshot): Promise<void> | undefined {
     if (snapshots.origin() !== 'database') return undefined
     const inService = snapshots.current()?.loadedAt.getTime() === snapshot.loadedAt.getTime()
@@ -110,14 +103,11 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
       snapshot.loadedAt.getTime(),
       (inService && snapshots.confirmedAt()?.getTime()) || 0,
     )
-    const content = isWritten(snapshot) ? written : undefined
+    // The same read's content (a window opening makes a snapshot of no new data).
+    const sameRead = snapshot.loadedAt.getTime() === written?.snapshot.loadedAt.getTime()
+    const content = sameRead ? written : undefined
     if (content !== undefined && confirmedAtMs <= content.confirmedAtMs) return undefined
     return writeFile(snapshot, content, confirmedAtMs)
-  }
-
-  /** Its data are in the file: the same read (a window's instant makes a snapshot of no new data). */
-  function isWritten(snapshot: Snapshot): boolean {
-    return snapshot.loadedAt.getTime() === written?.snapshot.loadedAt.getTime()
   }
 
   async function writeFile(
@@ -130,7 +120,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
     try {
       const { parts, hashed } = content ?? (await encodeContent(snapshot))
       const hash = hashed.copy()
-      const confirmation = encodeConfirmationLine({
+      const confirmation = encodeJsonLine({
         confirmedAt: new Date(confirmedAtMs).toISOString(),
       })
       hash.update(confirmation)
@@ -181,7 +171,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
         bytes += part.length
       }
     }
-    const header = encodeHeaderLine({
+    const header = encodeJsonLine({
       format: FILE_FORMAT,
       version: FILE_FORMAT_VERSION,
       service: options.serviceVersion,
@@ -218,7 +208,7 @@ export function startSnapshotFileWriter(options: SnapshotFileWriterOptions): Sna
 /** Random bytes naming a temporary file: no two writes, of this process or another, share one. */
 const TEMPORARY_ID_BYTES = 8
 
-/** `snapshot.<16 hex digits>.tmp` beside a file named `snapshot`. */
+/** `snapshot.<16 hex digits>.tmp` beside `snapshot`. */
 function isTemporaryName(name: string, fileName: string): boolean {
   const id = name.slice(fileName.length + 1, -'.tmp'.length)
   return (
@@ -228,10 +218,7 @@ function isTemporaryName(name: string, fileName: string): boolean {
   )
 }
 
-/**
- * What a write killed midway left beside the file. Each instance writes its own file (the
- * contract), so no other process is writing one of these meanwhile.
- */
+/** Each instance writes its own file (the contract): no other process writes these meanwhile. */
 async function removeStaleTemporaryFiles(path: string, logger: Logger): Promise<void> {
   const folder = dirname(path)
   const fileName = basename(path)

@@ -2,10 +2,8 @@ import type { AppRow, BrandingRow, MenuItemRow } from '../db/snapshot-rows.js'
 import type { MenuKind, Zone } from '../domain/vocabulary.js'
 
 /**
- * One app's content with nothing of how the database stores it: no row ids, no row order. Items
- * are the ones a root leads to, in display order at every level, each after its parent (a
- * pre-order walk), so equal content is equal JSON on every instance, and a snapshot keeps each
- * app as those bytes, making its views only when it is asked for (app-views.ts).
+ * One app's content without row ids or row order: items a root leads to, in display order, each
+ * after its parent (pre-order), so equal content is equal JSON on every instance.
  */
 export interface AppContent {
   readonly app: Omit<AppRow, 'revision'>
@@ -13,7 +11,6 @@ export interface AppContent {
   readonly items: readonly ContentItem[]
 }
 
-/** An item as its row has it, less what only the database needs: its row ids. */
 export interface ContentItem extends Omit<MenuItemRow, 'id' | 'appKey' | 'parentId'> {
   /** Its parent's index in `items` (always lower); -1 for a root. */
   readonly parent: number
@@ -24,10 +21,9 @@ export interface ContentItem extends Omit<MenuItemRow, 'id' | 'appKey' | 'parent
 }
 
 /*
- * The JSON is arrays, not objects: a fifth of the bytes, and the snapshot holds thousands of
- * apps. Positions in them are named by the tuples below; changing them changes every app's hash,
- * so the snapshot file's format version (snapshot-file/file-format.ts) moves with them:
- * test/snapshot-file/file-layout.test.ts fails until it does.
+ * Arrays, not objects: a fifth of the bytes, over thousands of apps. Changing a tuple changes
+ * every app's hash and the snapshot file's bytes: test/snapshot-file/file-layout.test.ts fails
+ * until snapshot-file/file-format.ts's version moves.
  */
 type AppTuple = [
   appKey: string,
@@ -64,9 +60,8 @@ export type ItemTuple = [
   labels: readonly string[],
 ]
 
-/** One item's tuple: its row's fields, its parent's index, its roles and labels (sorted). */
 export function encodeItem(
-  row: Omit<MenuItemRow, 'id' | 'appKey' | 'parentId'>,
+  row: MenuItemRow,
   parent: number,
   roles: readonly string[],
   labels: readonly string[],
@@ -89,7 +84,7 @@ export function encodeItem(
   ]
 }
 
-/** The content's canonical JSON, its items encoded in display order (encodeItem). */
+/** The content's canonical JSON, its items in display order. */
 export function encodeAppContent(
   app: Omit<AppRow, 'revision'>,
   branding: Omit<BrandingRow, 'appKey'> | undefined,
@@ -117,7 +112,7 @@ export function encodeAppContent(
   return JSON.stringify(tuple)
 }
 
-/** The content back from its JSON (bytes this service encoded: a snapshot's or its file's). */
+/** The content back from JSON this service encoded (a snapshot's or its file's). */
 export function decodeAppContent(json: Buffer | string): AppContent {
   const [appKey, name, description, homeUrl, defaultLocale, branding, items] = JSON.parse(
     json.toString(),

@@ -5,10 +5,7 @@ import type { AppRows } from './app-rows.js'
 import { contentTag } from './content-tag.js'
 import { renderAppJson, renderInventoryEntryJson } from './render.js'
 
-/**
- * What a snapshot keeps of one app: its content as bytes (off V8's heap, a few KB) and what must
- * be known of it without making its views (app-views.ts makes those when the app is asked for).
- */
+/** One app in a snapshot: its content's bytes (off V8's heap), what is known without its view. */
 export interface AppRecord {
   readonly appKey: string
   /** The revision its rows were read at; null for an app written around the triggers. */
@@ -17,7 +14,6 @@ export interface AppRecord {
   readonly hash: string
   /** Names the content in the caches, which outlive snapshots (app-views.ts, `viewKey`). */
   readonly contentKey: string
-  /** The canonical JSON of its content (app-content.ts). */
   readonly content: Buffer
   /** Its entry of `GET /api/v1/apps`. */
   readonly inventoryJson: string
@@ -27,19 +23,11 @@ export interface AppRecord {
   readonly windows: readonly ItemWindow[]
 }
 
-export interface ItemWindow {
-  readonly itemKey: string
-  /** Milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
-}
-
-const NO_WINDOWS: readonly ItemWindow[] = Object.freeze([])
+type ItemWindow = Pick<MenuItemRow, 'itemKey' | 'visibleFrom' | 'visibleUntil'>
 
 /**
- * One app's record from its rows. Given the record already held of it, and the content the
- * same (a revision moved by an import of the same definitions, a migration), that record is kept,
- * at the new revision: a reload that reads every app holds no second copy of their bytes.
+ * One app's record from its rows. The record `held` of the same content is kept, at the new
+ * revision: a reload that reads every app holds no second copy of their bytes.
  */
 export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
   const { app } = rows
@@ -48,7 +36,7 @@ export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
   const windows: ItemWindow[] = []
   const labelLocales: string[] = []
   forEachItemInOrder(rows, (row, parent) => {
-    const granted = rows.grantsByItemId.get(row.id) ?? NO_STRINGS
+    const granted = rows.grantsByItemId.get(row.id) ?? NONE
     const labels = flattenLabels(rows.labelsByItemId.get(row.id))
     items.push(encodeItem(row, parent, granted, labels))
     for (const role of granted) roles.add(role)
@@ -79,7 +67,7 @@ export function recordApp(rows: AppRows, held?: AppRecord): AppRecord {
       locales.sort(compareCodeUnits),
     ),
     grantedRoles: Object.freeze([...roles].sort(compareCodeUnits)),
-    windows: windows.length === 0 ? NO_WINDOWS : Object.freeze(windows),
+    windows: windows.length === 0 ? NONE : Object.freeze(windows),
   })
 }
 
@@ -89,9 +77,8 @@ export function contentKeyOf(appKey: string, hash: string): string {
 }
 
 /**
- * The app's locales by lowercased tag, as stored: the default, and every locale of a label. A
- * language spelled two ways (`de-CH`, `de-ch`) counts once, as the first in code-unit order, so
- * every instance agrees; the default is spelled as the app stores it.
+ * The app's locales (the default, every label's) by lowercased tag. A language spelled two ways
+ * (`de-CH`, `de-ch`) counts once, as the first in code-unit order, so every instance agrees.
  */
 export function localesByLowercase(
   defaultLocale: string,
@@ -109,10 +96,9 @@ export function localesByLowercase(
 }
 
 /**
- * Calls `visit` with each item a root leads to, each after its parent (with the index its parent
- * was visited at; -1 for a root), siblings by position, then id. Items no root leads to (a
- * parent missing, in another zone, or in a cycle) are left out, not rejected: the database
- * forbids them, and a reload must not fail on them.
+ * Calls `visit` with each item a root leads to, after its parent (with its parent's index; -1 for
+ * a root), siblings in display order. Items no root leads to (a parent missing, in another zone,
+ * in a cycle) are left out, not rejected: the database forbids them; a reload must not fail.
  */
 function forEachItemInOrder(
   { items }: AppRows,
@@ -150,11 +136,11 @@ function forEachItemInOrder(
   for (const zone of ZONES) place(roots.get(zone), -1)
 }
 
-const NO_STRINGS: readonly string[] = Object.freeze([])
+const NONE: readonly never[] = Object.freeze([])
 
-/** An item's labels flat (locale, label, …), sorted by locale, so that row order never shows. */
+/** An item's labels flat (locale, label, …), sorted by locale: row order never shows. */
 function flattenLabels(labels: readonly LabelRow[] | undefined): readonly string[] {
-  if (labels === undefined) return NO_STRINGS
+  if (labels === undefined) return NONE
   const sorted =
     labels.length > 1 ? [...labels].sort((a, b) => compareCodeUnits(a.locale, b.locale)) : labels
   const flat: string[] = []
@@ -163,7 +149,7 @@ function flattenLabels(labels: readonly LabelRow[] | undefined): readonly string
 }
 
 /** Display order: position, then id as a number (ids are bigint decimal strings). */
-export function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
+function compareMenuRows(a: MenuItemRow, b: MenuItemRow): number {
   return a.position - b.position || compareDecimalIds(a.id, b.id)
 }
 

@@ -10,26 +10,18 @@ import { compareCodeUnits } from '../domain/vocabulary.js'
 /** The rows of one app, as a read returns them. */
 export interface AppRows {
   readonly app: AppRow
-  readonly branding: BrandingRow | undefined
-  readonly items: readonly MenuItemRow[]
-  /** Each item's granted roles, distinct and sorted, so that equal grants serialize equally. */
-  readonly grantsByItemId: ReadonlyMap<string, readonly string[]>
-  readonly labelsByItemId: ReadonlyMap<string, readonly LabelRow[]>
-}
-
-interface GroupedApp {
-  readonly app: AppRow
   branding: BrandingRow | undefined
   readonly items: MenuItemRow[]
+  /** Each item's granted roles, distinct and sorted, so that equal grants serialize equally. */
   readonly grantsByItemId: Map<string, string[]>
   readonly labelsByItemId: Map<string, LabelRow[]>
 }
 
 /** The rows of each app read, in the order the apps were read; rows of no app read are left out. */
 export function groupRowsByApp(rows: SnapshotRows): AppRows[] {
-  const byApp = new Map<string, GroupedApp>()
+  const byApp = new Map<string, AppRows>()
   for (const app of rows.apps) {
-    const grouped: GroupedApp = {
+    const grouped: AppRows = {
       app,
       branding: undefined,
       items: [],
@@ -42,7 +34,7 @@ export function groupRowsByApp(rows: SnapshotRows): AppRows[] {
     const grouped = byApp.get(branding.appKey)
     if (grouped !== undefined) grouped.branding = branding
   }
-  const appOfItem = new Map<string, GroupedApp>()
+  const appOfItem = new Map<string, AppRows>()
   for (const item of rows.menuItems) {
     const grouped = byApp.get(item.appKey)
     if (grouped === undefined) continue

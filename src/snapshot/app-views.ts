@@ -1,13 +1,19 @@
 import { LRUCache } from 'lru-cache'
 import { compareCodeUnits } from '../domain/vocabulary.js'
-import { type ContentItem, decodeAppContent } from './app-content.js'
-import type { AppRecord } from './app-record.js'
-import { localesByLowercase } from './app-record.js'
-import { createAppView } from './app-view.js'
-import { isInWindow } from './audience.js'
+import { decodeAppContent } from './app-content.js'
+import { type AppRecord, localesByLowercase } from './app-record.js'
+import { isInRollout, isInWindow } from './audience.js'
+import type { Caller } from './caller.js'
+import { lookUpLocale, truncationsOf } from './locale-lookup.js'
 import { buildMenuTrees } from './menu-tree.js'
-import { renderAppJson, renderBrandingJson, renderShellHead } from './render.js'
-import type { AppView } from './types.js'
+import {
+  type RenderLocale,
+  renderAppJson,
+  renderBrandingJson,
+  renderShellHead,
+  renderShellVariant,
+} from './render.js'
+import type { AppView, ShellVariant } from './types.js'
 import type { VariantCache } from './variant-cache.js'
 
 /**
@@ -30,8 +36,8 @@ export interface AppViews {
  */
 export const MAX_VIEWS = 500
 
-export function createAppViews(variants: VariantCache, maxViews = MAX_VIEWS): AppViews {
-  const views = new LRUCache<string, AppView>({ max: maxViews })
+export function createAppViews(variants: VariantCache): AppViews {
+  const views = new LRUCache<string, AppView>({ max: MAX_VIEWS })
   return {
     viewOf(record, viewKey, at) {
       let view = views.get(viewKey)
@@ -72,20 +78,58 @@ export function nextWindowChange(record: AppRecord, at: number): number | null {
   return next
 }
 
-function* labelLocalesOf(items: readonly ContentItem[]): Iterable<string> {
-  for (const { labels } of items) {
-    for (let index = 0; index < labels.length; index += 2) yield labels[index] as string
-  }
-}
-
-function makeView(record: AppRecord, key: string, at: number, variants: VariantCache): AppView {
+/**
+ * The app's request-time face at `at` (which items are in their windows): the caller-free parts
+ * are made now; a variant is rendered on its audience's and locale's first request, then cached
+ * under `viewKey`, which names the content and window state (the cache outlives snapshots).
+ */
+function makeView(record: AppRecord, viewKey: string, at: number, variants: VariantCache): AppView {
   const { app, branding, items } = decodeAppContent(record.content)
-  const menus = buildMenuTrees(items, app.defaultLocale)
+  const { appKey, defaultLocale } = app
+  const menus = buildMenuTrees(items, defaultLocale)
+  const { grantedRoles, rollouts } = menus
   const head = renderShellHead(renderAppJson(app), renderBrandingJson(app, branding))
-  const appLocales = {
-    defaultLocale: app.defaultLocale,
-    byLowercase: localesByLowercase(app.defaultLocale, labelLocalesOf(items)),
-  }
+  const labelLocales = items.flatMap(({ labels }) => labels.filter((_, index) => index % 2 === 0))
+  const byLowercase = localesByLowercase(defaultLocale, labelLocales)
   const outOfWindow = new Set(menus.windowed.filter((node) => !isInWindow(node, at)))
-  return createAppView(app.appKey, head, menus, appLocales, variants, key, outOfWindow)
+  const defaultLowercase = defaultLocale.toLowerCase()
+  const renderLocales = new Map<string, RenderLocale>()
+  for (const [lowercase, locale] of byLowercase) {
+    renderLocales.set(locale, {
+      locale,
+      // The default locale's labels are menu_items.label, which every other locale falls back to.
+      labelForms:
+        lowercase === defaultLowercase
+          ? []
+          : truncationsOf(lowercase).filter((form) => form !== defaultLowercase),
+    })
+  }
+
+  const variant = (caller: Caller, locale: string): ShellVariant => {
+    // Callers with the same of the app's granted roles and rollouts see the same menus. Roles
+    // come sorted from the token and rollouts in item-key order, so the key is canonical.
+    const relevantRoles = caller.roles.filter((role) => grantedRoles.has(role))
+    const rolledOut = rollouts.filter((node) => isInRollout(appKey, node, caller))
+    const rolloutMask = rollouts.map((node) => (rolledOut.includes(node) ? '1' : '0')).join('')
+    const cacheKey = `${viewKey}${JSON.stringify(relevantRoles)}\0${rolloutMask}\0${locale}`
+    const cached = variants.get(cacheKey)
+    if (cached !== undefined) return cached
+    const renderLocale = renderLocales.get(locale)
+    if (renderLocale === undefined) throw new RangeError(`"${locale}" is not a locale of ${appKey}`)
+    const audience = { roles: new Set(relevantRoles), rolledOut: new Set(rolledOut), outOfWindow }
+    const rendered = renderShellVariant(head, menus.roots, audience, renderLocale)
+    variants.set(cacheKey, viewKey, rendered)
+    return rendered
+  }
+
+  return Object.freeze({
+    key: appKey,
+    viewKey,
+    defaultLocale,
+    locales: Object.freeze([...byLowercase.values()].sort(compareCodeUnits)),
+    // One locale: nothing to choose, whatever the caller prefers.
+    localeFor: (ranges: readonly string[]) =>
+      byLowercase.size === 1 ? defaultLocale : lookUpLocale(ranges, byLowercase, defaultLocale),
+    variant,
+  })
 }

@@ -1,10 +1,10 @@
 import { compareCodeUnits } from '../domain/vocabulary.js'
 import type { AppRecord } from './app-record.js'
 import { type AppViews, createAppViews, nextWindowChange, viewKey } from './app-views.js'
+import { contentTag } from './content-tag.js'
 import { renderAppsInventory } from './render.js'
 import type { Snapshot } from './types.js'
 import { createVariantCache, type VariantCache } from './variant-cache.js'
-import { computeSnapshotVersion } from './version.js'
 
 export interface AssembleOptions {
   /** When the data were read from the database; defaults to the previous snapshot's, else now. */
@@ -15,11 +15,11 @@ export interface AssembleOptions {
   readonly removedApps?: readonly string[]
   /** The time the views are made for, in ms since the epoch (default now). */
   readonly now?: number
-  /** The variant cache of a first build (tests set its bounds); later builds take the previous one's. */
+  /** The variant cache of a first build (tests set its bounds); later builds keep it. */
   readonly variants?: VariantCache
-  /** The dataset the records' revisions are of (sql/007_dataset.sql); default the previous one's. */
+  /** The dataset the records' revisions are of (sql/007_dataset.sql); default: previous's. */
   readonly dataset?: string
-  /** The server history the records were read from (db/server-history.ts); default the previous one's. */
+  /** The server history the records were read from (db/server-history.ts); default: previous's. */
   readonly history?: string
   /** A new snapshot even when nothing changed: its data were read again (`loadedAt`). */
   readonly renew?: boolean
@@ -29,27 +29,18 @@ interface SnapshotInternals {
   readonly records: ReadonlyMap<string, AppRecord>
   readonly variants: VariantCache
   readonly views: AppViews
-  /** The view key of each app with windows, at the time of the build; the others' is their content key. */
+  /** The view key of each app with windows; the others' is their content key. */
   readonly timedViewKeys: ReadonlyMap<string, string>
   readonly dataset: string | undefined
   readonly history: string | undefined
 }
 
 /** Keeps a snapshot's internals off its public face: only builds, the feed and its file read them. */
-const INTERNALS = Symbol('snapshot internals')
-
-interface BuiltSnapshot extends Snapshot {
-  readonly [INTERNALS]: SnapshotInternals
-}
-
-function internalsOf(snapshot: Snapshot): SnapshotInternals | undefined {
-  return (snapshot as Partial<BuiltSnapshot>)[INTERNALS]
-}
+const internals = new WeakMap<Snapshot, SnapshotInternals>()
 
 /**
- * Puts records read from the database (or its file) on top of the snapshot in service; costs what
- * changed. A record of the same content as the one in service keeps its views and variants, and
- * when nothing changed at all, not even a revision, the snapshot in service itself is returned.
+ * Puts records read on top of the snapshot in service, at the cost of what changed: the same
+ * content keeps its views and variants; when nothing changed at all, `previous` is returned.
  */
 export function assembleSnapshot(
   read: readonly AppRecord[],
@@ -57,7 +48,7 @@ export function assembleSnapshot(
 ): Snapshot {
   const now = options.now ?? Date.now()
   const previousSnapshot = options.previous
-  const previous = previousSnapshot === undefined ? undefined : internalsOf(previousSnapshot)
+  const previous = previousSnapshot && internals.get(previousSnapshot)
   // One cache of each for the feed's life, made by its first build: keys carry the content's
   // hash, so a changed app's old views and variants are never served.
   const variants = previous?.variants ?? options.variants ?? createVariantCache()
@@ -70,7 +61,6 @@ export function assembleSnapshot(
   for (const record of read) {
     const before = records.get(record.appKey)
     if (before?.hash === record.hash && before.revision === record.revision) continue
-    // The same content read at a new revision (an import of the same definitions, say).
     const kept =
       before?.hash === record.hash && Object.freeze({ ...before, revision: record.revision })
     records.set(record.appKey, kept || record)
@@ -79,8 +69,12 @@ export function assembleSnapshot(
 
   const timedViewKeys = new Map<string, string>()
   let nextChangeAt: number | null = null
-  for (const record of timedRecords(records, previous, read)) {
-    timedViewKeys.set(record.appKey, viewKey(record, now))
+  // Every app with windows: the previous snapshot's that are still there, and the read's.
+  const candidates = [...(previous?.timedViewKeys.keys() ?? []), ...read.map((r) => r.appKey)]
+  for (const appKey of new Set(candidates)) {
+    const record = records.get(appKey)
+    if (record === undefined || record.windows.length === 0) continue
+    timedViewKeys.set(appKey, viewKey(record, now))
     const next = nextWindowChange(record, now)
     if (next !== null && (nextChangeAt === null || next < nextChangeAt)) nextChangeAt = next
   }
@@ -105,7 +99,6 @@ export function assembleSnapshot(
     history === previous?.history
   if (previousSnapshot !== undefined && unchanged && options.renew !== true) return previousSnapshot
   for (const appKey of changed) {
-    // A view no snapshot has any more: no request will ask for it or its variants again.
     const before = previous && keyOf(previous.timedViewKeys, previous.records.get(appKey))
     if (before !== undefined) views.drop(before)
   }
@@ -125,11 +118,12 @@ export function assembleSnapshot(
     )
       ? previousSnapshot.appsInventory
       : renderAppsInventory(appKeys.map((appKey) => records.get(appKey)?.inventoryJson ?? ''))
-  // Over every app: computed when first asked for (/readyz), not on every reload.
+  // Over every app: computed when first asked for (/readyz), not on every reload. Each app's
+  // hash is its content's tag (app-content.ts): row ids, row order and load time never change it.
   let version: string | undefined
-  const snapshot: BuiltSnapshot = Object.freeze({
+  const snapshot: Snapshot = Object.freeze({
     get version() {
-      version ??= computeSnapshotVersion(appKeys.map((appKey) => records.get(appKey)?.hash ?? ''))
+      version ??= contentTag(appKeys.map((appKey) => records.get(appKey)?.hash ?? '').join(','))
       return version
     },
     // A copy, so that the caller's Date object cannot move this snapshot's time.
@@ -139,50 +133,31 @@ export function assembleSnapshot(
     nextChangeAt,
     app(appKey: string) {
       const record = records.get(appKey)
-      if (record === undefined) return undefined
-      return views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
+      return record && views.viewOf(record, timedViewKeys.get(appKey) ?? record.contentKey, now)
     },
     grantedRoles: (appKey: string) => records.get(appKey)?.grantedRoles,
-    viewKey(appKey: string) {
-      const record = records.get(appKey)
-      return record && (timedViewKeys.get(appKey) ?? record.contentKey)
-    },
-    [INTERNALS]: { records, variants, views, timedViewKeys, dataset, history },
+    viewKey: (appKey: string) => keyOf(timedViewKeys, records.get(appKey)),
   })
+  internals.set(snapshot, { records, variants, views, timedViewKeys, dataset, history })
   return snapshot
-}
-
-/** Every record with windows: the previous snapshot's that are still there, and the read's. */
-function* timedRecords(
-  records: ReadonlyMap<string, AppRecord>,
-  previous: SnapshotInternals | undefined,
-  read: readonly AppRecord[],
-): Iterable<AppRecord> {
-  const seen = new Set<string>()
-  for (const appKey of [...(previous?.timedViewKeys.keys() ?? []), ...read.map((r) => r.appKey)]) {
-    const record = records.get(appKey)
-    if (record === undefined || record.windows.length === 0 || seen.has(appKey)) continue
-    seen.add(appKey)
-    yield record
-  }
 }
 
 /** The revision the snapshot's app was read at; undefined when the snapshot has no such app. */
 export function revisionInSnapshot(snapshot: Snapshot, appKey: string): string | null | undefined {
-  return internalsOf(snapshot)?.records.get(appKey)?.revision
+  return internals.get(snapshot)?.records.get(appKey)?.revision
 }
 
 /** The dataset the snapshot's revisions are of; undefined when not read from a database. */
 export function datasetOf(snapshot: Snapshot): string | undefined {
-  return internalsOf(snapshot)?.dataset
+  return internals.get(snapshot)?.dataset
 }
 
 /** The server history the snapshot was read from (db/server-history.ts); undefined: not known. */
 export function historyOf(snapshot: Snapshot): string | undefined {
-  return internalsOf(snapshot)?.history
+  return internals.get(snapshot)?.history
 }
 
 /** Every app's record, for the snapshot's file. */
 export function recordsOf(snapshot: Snapshot): ReadonlyMap<string, AppRecord> {
-  return internalsOf(snapshot)?.records ?? new Map()
+  return internals.get(snapshot)?.records ?? new Map()
 }

@@ -1,10 +1,7 @@
 import type { VerifiedClaims } from '../auth/verified-claims.js'
 import { contentTag } from './content-tag.js'
 
-/**
- * Who asks, made once per verified token (the token cache keeps it): a request splices the
- * user block's bytes and reads its tag instead of serializing and hashing.
- */
+/** Who asks, made once per verified token: a request splices its bytes instead of serializing. */
 export interface Caller {
   readonly sub: string
   /** De-duplicated and sorted: the role-set key is built from them. */
@@ -14,10 +11,7 @@ export interface Caller {
   /** UTF-8 JSON of the response's `user` object. */
   readonly userBlock: Buffer
   readonly userTag: string
-  /**
-   * Rollout buckets (audience.ts) by `<appKey>/<itemKey>`, each hashed once per token when first
-   * needed, so a warm request hashes nothing; bounded by the rollout items the caller asks about.
-   */
+  /** Rollout buckets by `<appKey>/<itemKey>`, each hashed once per token, when first needed. */
   readonly rolloutBuckets: Map<string, number>
 }
 

@@ -1,7 +1,4 @@
-/**
- * RFC 4647 lookup (section 3.4) over one app's locales: a range that names none is shortened,
- * subtag by subtag, until one matches. Everything here works on lowercased tags.
- */
+/** RFC 4647 lookup (section 3.4) over one app's locales, on lowercased tags. */
 
 /** The range and each shorter form of it, longest first: `de-ch-1996`, `de-ch`, `de`. */
 export function truncationsOf(range: string): string[] {
@@ -22,13 +19,9 @@ function shortenRange(range: string): string {
   return range.slice(0, end)
 }
 
-/**
- * The app's locale, as stored, that the first of the ranges (in preference order) names by
- * lookup; `*`, no match and no range give the default.
- */
+/** The app's locale, as stored, the first range names by lookup; else the default. */
 export function lookUpLocale(
   ranges: readonly string[],
-  /** The app's locales by lowercased tag. */
   locales: ReadonlyMap<string, string>,
   defaultLocale: string,
 ): string {

@@ -15,10 +15,7 @@ export interface MenuTrees {
 
 const NO_NODES: readonly MenuNode[] = Object.freeze([])
 
-/**
- * The four zone trees of one app from its content, whose items come in display order, each
- * after its parent (app-content.ts): so siblings keep the order they come in.
- */
+/** The zone trees of an app's items, which come in display order, each after its parent. */
 export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: string): MenuTrees {
   const childIndexes: number[][] = items.map(() => [])
   const rootIndexes = new Map<Zone, number[]>(ZONES.map((zone) => [zone, []]))
@@ -39,10 +36,9 @@ export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: str
 
   const buildNode = (item: ContentItem, index: number): MenuNode => {
     for (const role of item.roles) grantedRoles.add(role)
-    const { json: openJson, labelStart, labelEnd } = renderItemOpenJson(item)
+    const { openJson, labelStart, labelEnd } = renderItemOpenJson(item)
     const node: MenuNode = Object.freeze({
       itemKey: item.itemKey,
-      position: item.position,
       hasHref: item.href !== null,
       grants: item.roles,
       rolloutPercent: item.rolloutPercent,
@@ -66,9 +62,8 @@ export function buildMenuTrees(items: readonly ContentItem[], defaultLocale: str
 }
 
 /**
- * The item's labels by lowercased tag, flat and sorted by it; null when none. The default
- * locale's label is `menu_items.label`, so a label row in that language is left out; of two
- * spellings of one language the later in code-unit order wins, as on every instance.
+ * The item's labels by lowercased tag, flat and sorted; null when none. The default locale's is
+ * `menu_items.label`; of two spellings of one language the later in code-unit order wins.
  */
 function localizeLabels(
   labels: readonly string[],

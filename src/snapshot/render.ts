@@ -5,9 +5,7 @@ import { contentTag } from './content-tag.js'
 import type { Audience, MenuNode, ShellVariant, TaggedBody } from './types.js'
 
 /** The `app` block of the shell response. */
-export function renderAppJson(
-  app: Pick<AppRow, 'appKey' | 'name' | 'description' | 'homeUrl'>,
-): string {
+export function renderAppJson(app: Omit<AppRow, 'revision'>): string {
   return JSON.stringify({
     key: app.appKey,
     name: app.name,
@@ -47,16 +45,12 @@ export function renderShellHead(appJson: string, brandingJson: string): Buffer {
 }
 
 /**
- * An item's own fields in response order, up to its children's opening, and where its label's
- * JSON stands in them. One JSON.stringify, so one flat string: snapshots hold tens of thousands.
+ * An item's fields up to its children's opening, and where its label's JSON stands in them. One
+ * JSON.stringify, so one flat string: snapshots hold tens of thousands.
  */
 export function renderItemOpenJson(
-  row: Pick<ContentItem, 'itemKey' | 'kind' | 'label' | 'icon' | 'href' | 'external'>,
-): {
-  json: string
-  labelStart: number
-  labelEnd: number
-} {
+  row: ContentItem,
+): Pick<MenuNode, 'openJson' | 'labelStart' | 'labelEnd'> {
   const fields = JSON.stringify({
     id: row.itemKey,
     kind: row.kind,
@@ -71,28 +65,14 @@ export function renderItemOpenJson(
     `{"id":${JSON.stringify(row.itemKey)},"kind":${JSON.stringify(row.kind)},"label":`.length
   const labelEnd = labelStart + JSON.stringify(row.label).length
   // `…"children":[]}` less its last two characters: a slice of one string, not a rope.
-  return { json: fields.slice(0, -2), labelStart, labelEnd }
+  return { openJson: fields.slice(0, -2), labelStart, labelEnd }
 }
 
-/** The language a variant is rendered in. */
 export interface RenderLocale {
   /** As the app stores it: the response's `locale`. */
   readonly locale: string
   /** Lowercased tags whose labels apply, longest first (`de-ch`, `de`); empty for the default. */
   readonly labelForms: readonly string[]
-}
-
-/** Everything of the shell response after the caller's block: the menus this audience may see. */
-export function renderShellTail(
-  roots: ReadonlyMap<Zone, readonly MenuNode[]>,
-  audience: Audience,
-  locale: RenderLocale,
-): Buffer {
-  const zones = ZONES.map(
-    (zone) =>
-      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], audience, locale.labelForms)}]`,
-  )
-  return Buffer.from(`,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`)
 }
 
 function renderVisibleNodes(
@@ -147,14 +127,23 @@ export function renderAppsInventory(appJsons: readonly string[]): TaggedBody {
   return Object.freeze({ tag: contentTag(body), byteLength: body.length, bytes: () => body })
 }
 
-/** One response variant: the app's shared head, this audience's menus in one locale, and their tag. */
+/**
+ * One response variant: the app's shared head, then the tail, everything after the caller's
+ * block (the menus this audience may see, in one locale), and the tag of both.
+ */
 export function renderShellVariant(
   head: Buffer,
   roots: ReadonlyMap<Zone, readonly MenuNode[]>,
   audience: Audience,
   locale: RenderLocale,
 ): ShellVariant {
-  const tail = renderShellTail(roots, audience, locale)
+  const zones = ZONES.map(
+    (zone) =>
+      `${JSON.stringify(zone)}:[${renderVisibleNodes(roots.get(zone) ?? [], audience, locale.labelForms)}]`,
+  )
+  const tail = Buffer.from(
+    `,"menus":{${zones.join(',')}},"locale":${JSON.stringify(locale.locale)}}`,
+  )
   // The head ends with `"user":` and the tail begins `,"menus"`: joined, the parts stay apart.
   return Object.freeze({ head, tail, tag: contentTag(Buffer.concat([head, tail])) })
 }

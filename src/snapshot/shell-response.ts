@@ -2,10 +2,8 @@ import type { Caller } from './caller.js'
 import type { AppView, TaggedBody } from './types.js'
 
 /**
- * The one place a shell response is made: the caller's variant with its user block between head
- * and tail. Its tag joins two made ahead of time, so equal bytes get equal tags on every instance
- * and nothing is hashed per request; the bytes are joined only when needed. The shell route
- * sends it and the event stream its tag, so the two cannot disagree.
+ * The one place a shell response is made, so the route's ETag and the event stream's agree: its
+ * tag joins two made ahead of time, so nothing is hashed per request; bytes are joined on demand.
  */
 export function buildShellResponse(view: AppView, caller: Caller, locale: string): TaggedBody {
   const { head, tail, tag } = view.variant(caller, locale)

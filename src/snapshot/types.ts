@@ -1,32 +1,20 @@
+import type { MenuItemRow } from '../db/snapshot-rows.js'
 import type { Caller } from './caller.js'
 
-/**
- * One shown-or-hidden item, holding only what rendering and the version need:
- * snapshots live long, and the loader's row objects would double the heap.
- */
-export interface MenuNode {
-  /** The item_key, unique in its app: what its rollout bucket is computed from. */
-  readonly itemKey: string
-  readonly position: number
+/** One shown-or-hidden item, only what rendering needs: the loader's rows would double the heap. */
+export interface MenuNode
+  extends Pick<MenuItemRow, 'itemKey' | 'rolloutPercent' | 'visibleFrom' | 'visibleUntil'> {
   /** False for a pure grouping, which is dropped when none of its children is shown. */
   readonly hasHref: boolean
   /** Roles granted on the item, distinct and sorted; empty means every caller sees it. */
   readonly grants: readonly string[]
-  /** The share of callers it is rolled out to (0 to 100); null: every caller. */
-  readonly rolloutPercent: number | null
-  /** Its window in milliseconds since the epoch: shown when from <= now < until; null: unbounded. */
-  readonly visibleFrom: number | null
-  readonly visibleUntil: number | null
   readonly children: readonly MenuNode[]
-  /** `{"id":…,"external":…,"children":[`: everything of the item but its children, in the default locale. */
+  /** `{"id":…,"external":…,"children":[`: the item but its children, in the default locale. */
   readonly openJson: string
   /** Where the label's JSON stands in `openJson`: another locale's label replaces that span. */
   readonly labelStart: number
   readonly labelEnd: number
-  /**
-   * Labels in other locales, flat (lowercased tag, label, tag, label, …); null when none. Text,
-   * not JSON: the fields are spliced around another label only when a variant is rendered.
-   */
+  /** Labels in other locales, flat (lowercased tag, label, …), as text; null when none. */
   readonly localizedLabels: readonly string[] | null
 }
 
@@ -39,16 +27,15 @@ export interface ShellVariant {
   readonly head: Buffer
   /** `,"menus":{...},"locale":"…"}` */
   readonly tail: Buffer
-  /** Short hash of head and tail, content-derived; combined with the caller's tag into the ETag. */
+  /** Hash of head and tail; with the caller's tag, the ETag. */
   readonly tag: string
 }
 
 export interface AppView {
   readonly key: string
   /**
-   * Names the app's content and which of its items are out of their windows: equal keys, equal
-   * views. What remembers a view to know whether it moved keeps this, not the view, so that a
-   * view the bounded cache let go is not held alive (app-views.ts).
+   * Names the app's content and which items are out of their windows: equal keys, equal views.
+   * Kept instead of the view, so a view the bounded cache let go is not held alive (app-views.ts).
    */
   readonly viewKey: string
   /** The language of `menu_items.label`, as stored. */
@@ -57,10 +44,7 @@ export interface AppView {
   readonly locales: readonly string[]
   /** The locale to answer in: RFC 4647 lookup of the caller's `Accept-Language` ranges. */
   localeFor(ranges: readonly string[]): string
-  /**
-   * The caller's variant in one of the app's locales, rendered once per audience (its roles
-   * among the granted ones, the rollouts it is in) and locale, and shared by that audience.
-   */
+  /** The caller's variant in one of the app's locales, rendered once per audience and locale. */
   variant(caller: Caller, locale: string): ShellVariant
 }
 
@@ -86,17 +70,15 @@ export interface Snapshot {
 /** Where the snapshot in service was read: the database, or the file it was kept in. */
 export type SnapshotOrigin = 'database' | 'file'
 
-/** What the routes and the event streams read of the feed: the snapshot in service and its state. */
+/** What the routes and the event streams read of the feed; undefined before the first load. */
 export interface SnapshotSource {
-  /** The snapshot in service, or undefined before the first load. */
   current(): Snapshot | undefined
-  /** Where the snapshot in service was read; undefined before the first load. */
   origin(): SnapshotOrigin | undefined
   /** Why there is no snapshot yet, for /readyz. */
   notReadyReason(): string
   /**
-   * When the snapshot in service was last known to match the database (its periodic check; for
-   * the file's, the file's confirmation), never before its loadedAt; undefined before the first load.
+   * When the snapshot in service was last known to match the database (for the file's, the
+   * file's confirmation), never before its loadedAt.
    */
   confirmedAt(): Date | undefined
   /** Called after every swap to a new snapshot; returns an unsubscribe function. */

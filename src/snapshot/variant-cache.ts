@@ -7,9 +7,7 @@ import type { ShellVariant } from './types.js'
  */
 export interface VariantCache {
   get(key: string): ShellVariant | undefined
-  /** `key` starts with `prefix`, which names the app's content the variant renders. */
   set(key: string, prefix: string, variant: ShellVariant): void
-  /** Forgets every variant filed under `prefix`. */
   dropPrefix(prefix: string): void
 }
 
@@ -20,20 +18,14 @@ const MAX_VARIANTS = 10_000
 /** 64 MiB: ten thousand variants of a large app's menus fit. */
 const MAX_VARIANT_BYTES = 64 * 1024 * 1024
 
-interface Entry {
-  readonly variant: ShellVariant
-  readonly prefix: string
-}
-
 export function createVariantCache(
   limits = { maxEntries: MAX_VARIANTS, maxBytes: MAX_VARIANT_BYTES },
 ): VariantCache {
   const keysByPrefix = new Map<string, Set<string>>()
-  const cache = new LRUCache<string, Entry>({
+  const cache = new LRUCache<string, { variant: ShellVariant; prefix: string }>({
     max: limits.maxEntries,
     maxSize: limits.maxBytes,
     sizeCalculation: (entry) => entry.variant.tail.length + VARIANT_OVERHEAD_BYTES,
-    // Evicted, replaced or deleted: the prefix's list follows.
     dispose: (entry, key) => {
       const keys = keysByPrefix.get(entry.prefix)
       keys?.delete(key)

@@ -1,17 +1,30 @@
 import t from 'tap'
 import type postgres from '../../src/db/postgres-driver.js'
 import {
+  APP_COLUMNS,
   APP_KEY_PATTERN,
+  BRANDING_COLUMNS,
   COLOR_PATTERN,
   DEFAULT_LOCALE,
+  GRANT_COLUMNS,
   ITEM_KEY_PATTERN,
+  LABEL_COLUMNS,
   LANGUAGE_TAG_PATTERN,
+  MENU_ITEM_COLUMNS,
   MENU_KINDS,
-  TABLES,
   ZONES,
 } from '../../src/domain/vocabulary.js'
 import { createTestDatabase } from '../helpers/database.js'
 import { ACCEPTED_LINKS, REFUSED_LINKS } from '../helpers/link-cases.js'
+
+/** Every table of schema `shell` the service reads, with its columns. */
+const TABLES = {
+  apps: APP_COLUMNS,
+  branding: BRANDING_COLUMNS,
+  menu_items: MENU_ITEM_COLUMNS,
+  menu_role_grants: GRANT_COLUMNS,
+  menu_item_labels: LABEL_COLUMNS,
+}
 
 const db = await createTestDatabase(t)
 const sql = db.sql

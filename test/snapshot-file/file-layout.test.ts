@@ -9,8 +9,7 @@ import t from 'tap'
 import type { SnapshotRows } from '../../src/db/snapshot-rows.js'
 import { recordsOf } from '../../src/snapshot/build.js'
 import {
-  encodeConfirmationLine,
-  encodeHeaderLine,
+  encodeJsonLine,
   encodeRecordLine,
   FILE_FORMAT,
   FILE_FORMAT_VERSION,
@@ -94,7 +93,7 @@ function layoutOf(): Buffer {
     const record = records.get(appKey)
     return record === undefined ? [] : encodeRecordLine(record)
   })
-  const header = encodeHeaderLine({
+  const header = encodeJsonLine({
     format: FILE_FORMAT,
     version: FILE_FORMAT_VERSION,
     service: '1.0.0',
@@ -105,7 +104,7 @@ function layoutOf(): Buffer {
     apps: snapshot.appKeys.length,
     bytes: body.reduce((sum, part) => sum + part.length, 0),
   })
-  const confirmation = encodeConfirmationLine({ confirmedAt: LOADED_AT.toISOString() })
+  const confirmation = encodeJsonLine({ confirmedAt: LOADED_AT.toISOString() })
   return Buffer.concat([header, ...body, confirmation])
 }
 
