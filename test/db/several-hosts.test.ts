@@ -6,9 +6,8 @@
  * the query fails with the last host's error instead of going round forever.
  */
 import t from 'tap'
-import postgres from '../../src/db/postgres-driver.js'
 import { findFreePort } from '../../src/embedded/embedded.js'
-import { startStreamingReplica } from '../helpers/streaming-replica.js'
+import { startStreamingReplica, whoAnswers } from '../helpers/streaming-replica.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 const replica = await startStreamingReplica()
@@ -18,22 +17,6 @@ t.teardown(() => replica.remove())
 function hostsUrl(...ports: number[]): string {
   const hosts = ports.map((port) => `127.0.0.1:${port}`).join(',')
   return replica.primary.adminUrl.replace(/@[^/]+\//, `@${hosts}/`)
-}
-
-/** Which server answered: its port, as the server itself reports it, and whether it is in recovery. */
-async function whoAnswers(
-  url: string,
-  options: postgres.Options<Record<string, never>> = {},
-): Promise<{ port: number; inRecovery: boolean }> {
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 2, ...options })
-  try {
-    const [row] = await sql<{ port: number; inRecovery: boolean }[]>`
-      select current_setting('port')::int as port, pg_is_in_recovery() as "inRecovery"`
-    if (row === undefined) throw new Error('no row')
-    return row
-  } finally {
-    await sql.end({ timeout: 1 })
-  }
 }
 
 t.test('the set-up: one primary, one standby', async (t) => {

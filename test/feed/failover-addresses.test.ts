@@ -21,6 +21,7 @@ import {
   type ReplicatedDatabase,
   type StreamingReplica,
   startStreamingReplica,
+  whoAnswers,
 } from '../helpers/streaming-replica.js'
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
 import { sleep, waitFor } from '../helpers/wait.js'
@@ -44,19 +45,6 @@ async function startReplica(t: Test): Promise<StreamingReplica> {
   const replica = await startStreamingReplica()
   t.teardown(() => replica.remove())
   return replica
-}
-
-/** Which server answers at `url`: its port and whether it is in recovery. */
-async function whoAnswers(url: string): Promise<{ port: number; inRecovery: boolean }> {
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
-  try {
-    const [row] = await sql<{ port: number; inRecovery: boolean }[]>`
-      select current_setting('port')::int as port, pg_is_in_recovery() as "inRecovery"`
-    if (row === undefined) throw new Error('no row')
-    return row
-  } finally {
-    await sql.end({ timeout: 1 })
-  }
 }
 
 /** The service on `databaseUrl`, and what the checks below need. */

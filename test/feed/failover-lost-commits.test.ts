@@ -16,9 +16,8 @@ import { selectHistory } from '../../src/db/server-history.js'
 import { createSnapshotFeed, type SnapshotFeed } from '../../src/feed/snapshot-feed.js'
 import { createMetrics } from '../../src/metrics.js'
 import { snapshotAgeSeconds } from '../helpers/metrics.js'
-import { createReplicatedDatabase, startStreamingReplica } from '../helpers/streaming-replica.js'
+import { createReplicatedDatabase, startCuttableReplica } from '../helpers/streaming-replica.js'
 import { startSwitchingProxy } from '../helpers/switching-proxy.js'
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
 import { waitFor } from '../helpers/wait.js'
 import { callerWith } from '../snapshot/rows.js'
 
@@ -71,17 +70,7 @@ async function failOverLosingACommit(
   onNewPrimary: (newPrimary: Sql, lostRevision: string) => Promise<void> = async () => {},
   options: { listen: boolean } = { listen: true },
 ) {
-  let replication: TcpProxy | undefined
-  const replica = await startStreamingReplica({
-    async replicationPort(primaryPort) {
-      replication = await startTcpProxy('127.0.0.1', primaryPort)
-      return replication.port
-    },
-  })
-  t.teardown(async () => {
-    await replication?.close()
-    await replica.remove()
-  })
+  const replica = await startCuttableReplica(t)
   const db = await createReplicatedDatabase(t, replica)
   await db.primary`insert into shell.apps (app_key, name) values ('hr', 'HR')`
   await db.primary`update shell.apps set name = 'Before' where app_key = 'crm'`
@@ -104,8 +93,7 @@ async function failOverLosingACommit(
   const historyBefore = await historyOf(db.primary)
 
   // Replication cut: the standby's connection reset, its attempts to connect again held.
-  replication?.hold()
-  replication?.cut()
+  replica.cutReplication()
   await db.primary.begin(async (tx) => {
     await tx`select nextval('shell.app_revision_seq') from generate_series(1, ${LOST_DRAWS})`
     await tx`update shell.apps set name = 'Lost' where app_key = 'crm'`

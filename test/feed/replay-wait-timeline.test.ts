@@ -16,29 +16,17 @@ import postgres from '../../src/db/postgres-driver.js'
 import { readPrimaryWalTarget, readReplayState } from '../../src/db/wal-positions.js'
 import { createReplayWait } from '../../src/feed/replay-wait.js'
 import { createMetrics } from '../../src/metrics.js'
-import { startStreamingReplica } from '../helpers/streaming-replica.js'
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js'
+import { startCuttableReplica } from '../helpers/streaming-replica.js'
 import { startPrivatePostgres } from '../helpers/test-postgres.js'
 
 const execFileAsync = promisify(execFile)
 
 t.test('a position of the old timeline is not waited for', async (t) => {
-  let replication: TcpProxy | undefined
-  const replica = await startStreamingReplica({
-    async replicationPort(primaryPort) {
-      replication = await startTcpProxy('127.0.0.1', primaryPort)
-      return replication.port
-    },
-  })
-  t.teardown(async () => {
-    await replication?.close()
-    await replica.remove()
-  })
+  const replica = await startCuttableReplica(t)
   const oldPrimary = postgres(replica.primary.adminUrl, { max: 1, onnotice: () => {} })
   t.teardown(() => oldPrimary.end({ timeout: 1 }))
   await replica.caughtUp()
-  replication?.hold()
-  replication?.cut()
+  replica.cutReplication()
   // Some 20 MB of WAL the standby never receives: the old timeline runs far ahead.
   await oldPrimary`create table filler as select repeat('x', 1000) as x from generate_series(1, 20000)`
 

@@ -8,6 +8,7 @@ import { migrateDatabase } from '../../src/db/migrate.js'
 import postgres from '../../src/db/postgres-driver.js'
 import { readPrimaryWalEnd, readReplayState } from '../../src/db/wal-positions.js'
 import { importSeeds } from './service.js'
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
 import { type PrivatePostgres, startPrivatePostgres } from './test-postgres.js'
 import { waitFor } from './wait.js'
 
@@ -130,6 +131,50 @@ export interface ReplicatedDatabase {
   readonly primary: Sql
   /** A reader's pool on the standby. */
   readonly standby: Sql
+}
+
+/**
+ * A streaming replica whose replication goes through a proxy: `cutReplication()` stops it for
+ * good, so that the primary commits what the standby never receives (a failover that loses
+ * commits). Removed, with the proxy, at teardown.
+ */
+export async function startCuttableReplica(t: {
+  teardown(fn: () => unknown): void
+}): Promise<StreamingReplica & { cutReplication(): void }> {
+  let replication: TcpProxy | undefined
+  const replica = await startStreamingReplica({
+    async replicationPort(primaryPort) {
+      replication = await startTcpProxy('127.0.0.1', primaryPort)
+      return replication.port
+    },
+  })
+  t.teardown(async () => {
+    await replication?.close()
+    await replica.remove()
+  })
+  return {
+    ...replica,
+    cutReplication() {
+      replication?.hold()
+      replication?.cut()
+    },
+  }
+}
+
+/** Which server answered `url`: its port, as the server itself reports it, and whether it is in recovery. */
+export async function whoAnswers(
+  url: string,
+  options: postgres.Options<Record<string, never>> = {},
+): Promise<{ port: number; inRecovery: boolean }> {
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, ...options })
+  try {
+    const [row] = await sql<{ port: number; inRecovery: boolean }[]>`
+      select current_setting('port')::int as port, pg_is_in_recovery() as "inRecovery"`
+    if (row === undefined) throw new Error('no row')
+    return row
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
 }
 
 /**
