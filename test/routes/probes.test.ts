@@ -174,7 +174,13 @@ t.test('/metrics: every documented metric and the process metrics, without a tok
     'LISTEN',
   )
 
+  const confirmedAt = async () =>
+    Date.parse(JSON.parse((await httpRequest(url, '/readyz')).text).snapshot.confirmedAt)
+  const confirmedBefore = await confirmedAt()
+  const scrapeStart = Date.now()
   const response = await httpRequest(url, '/metrics')
+  const scrapeEnd = Date.now()
+  const confirmedAfter = await confirmedAt()
   t.equal(response.status, 200)
   t.match(response.headers['content-type'], /^text\/plain/)
   const text = response.text
@@ -184,7 +190,12 @@ t.test('/metrics: every documented metric and the process metrics, without a tok
   t.equal(sample('shell_snapshot_loaded'), '1')
   t.equal(sample('shell_feed_listening'), '1')
   t.equal(sample('shell_feed_replay_wait_seconds_count'), '0', 'a primary is not waited for')
-  t.ok(Number(sample('shell_snapshot_age_seconds')) >= 0)
+  // The age runs from the confirmation /readyz shows, which the check moves between the reads.
+  const ageMs = Math.round(Number(sample('shell_snapshot_age_seconds')) * 1000)
+  t.ok(
+    ageMs >= scrapeStart - confirmedAfter && ageMs <= scrapeEnd - confirmedBefore,
+    `age ${ageMs} ms: since the last confirmation, ${scrapeStart - confirmedAfter} to ${scrapeEnd - confirmedBefore} ms`,
+  )
   t.ok(Number(sample('shell_snapshot_reloads_total\\{result="success"\\}')) >= 1)
   t.ok(Number(sample('shell_token_verifications_total\\{result="ok"\\}')) >= 1)
   t.ok(Number(sample('shell_token_cache_total\\{result="hit"\\}')) >= 1)
